@@ -21,3 +21,6 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
     """The knowledge-base folder: explicit argument, else $CASEBOOK_HOME, else ./.casebook."""
     chosen = home if home is not None else os.environ.get(HOME_ENV) or DEFAULT_HOME
     return Path(chosen).expanduser().resolve()
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

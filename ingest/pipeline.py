@@ -1,0 +1,250 @@
+"""`kb ingest`: files → documents → tricks → labels and stages → vectors → the knowledge base.
+
+Files are processed in batches so the embedding model sees a few hundred texts at a time; each
+file is then written on its own, so a crash or a bad file costs at most that file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ingest.extract import TrickDraft, detect_rank, split
+from ingest.loaders import DEFAULT_MAX_BYTES, LoadError, SourceDocument, discover, file_sha256, load_file
+from kb.competitions import detect as detect_competition
+from kb.labeller import HierarchicalLabeller, LabelScore, StageClassifier
+from kb.models import STAGES, Trick
+from kb.store import DocumentRecord, KnowledgeBase
+from kb.taxonomy import UnknownLabelError
+
+BATCH_TRICKS = 256
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    source: str
+    status: str  # added | updated | skipped | failed
+    tricks: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class IngestSummary:
+    outcomes: tuple[FileOutcome, ...]
+    seconds: float
+    embedded: int = 0
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    @property
+    def tricks(self) -> int:
+        return sum(o.tricks for o in self.outcomes if o.status in ("added", "updated"))
+
+    @property
+    def ok(self) -> bool:
+        return self.count("failed") == 0
+
+    def to_dict(self) -> dict:
+        return {
+            "files": len(self.outcomes),
+            **{status: self.count(status) for status in ("added", "updated", "skipped", "failed")},
+            "tricks": self.tricks,
+            "seconds": round(self.seconds, 2),
+            "tricks_per_second": round(self.tricks / self.seconds, 1) if self.seconds else None,
+            "failures": [{"source": o.source, "error": o.error} for o in self.outcomes if o.status == "failed"],
+            "outcomes": [asdict(o) for o in self.outcomes],
+        }
+
+
+@dataclass
+class _Pending:
+    source: str
+    sha256: str
+    existed: bool
+    documents: tuple[SourceDocument, ...]
+    drafts: list[list[TrickDraft]] = field(default_factory=list)
+
+
+class Ingestor:
+    def __init__(self, kb: KnowledgeBase, max_bytes: int = DEFAULT_MAX_BYTES):
+        self.kb = kb
+        self.max_bytes = max_bytes
+        self.labeller = HierarchicalLabeller(kb.taxonomy, kb.embedder)
+        self.stages = StageClassifier(kb.embedder)
+
+    def run(self, paths: Sequence[str], progress: Callable[[int, int], None] | None = None) -> IngestSummary:
+        started = time.perf_counter()
+        found = list(discover(list(paths)))
+        outcomes: list[FileOutcome] = []
+        pending: list[_Pending] = []
+        embedded = 0
+
+        def report():
+            if progress:
+                progress(len(outcomes), len(found))
+
+        def flush():
+            nonlocal embedded
+            embedded += self._write(pending, outcomes)
+            pending.clear()
+            report()
+
+        with self.kb.write_lock():
+            for source, path, error in found:
+                if error:
+                    outcomes.append(FileOutcome(source, "failed", error=error))
+                    report()
+                    continue
+                try:
+                    sha = file_sha256(path)
+                    if self.kb.is_current(source, sha):
+                        outcomes.append(FileOutcome(source, "skipped"))
+                        report()
+                        continue
+                    loaded = load_file(source, path, self.max_bytes)
+                    item = _Pending(source, sha, self.kb.document(source) is not None, loaded.documents)
+                    item.drafts = [self._drafts(doc) for doc in loaded.documents]
+                except LoadError as failure:
+                    self._fail(outcomes, source, None, str(failure))
+                    report()
+                    continue
+                except Exception as failure:  # one bad file never aborts a batch
+                    self._fail(outcomes, source, None, f"{type(failure).__name__}: {failure}")
+                    report()
+                    continue
+                pending.append(item)
+                if sum(len(d) for p in pending for d in p.drafts) >= BATCH_TRICKS:
+                    flush()
+            if pending:
+                flush()
+        return IngestSummary(tuple(outcomes), time.perf_counter() - started, embedded)
+
+    def _fail(self, outcomes: list[FileOutcome], source: str, sha: str | None, error: str) -> None:
+        self.kb.mark_failed(source, sha, error)
+        outcomes.append(FileOutcome(source, "failed", error=error))
+
+    def _drafts(self, document: SourceDocument) -> list[TrickDraft]:
+        if document.cards:
+            return [TrickDraft(str(card["text"]).strip(), role="card") for card in document.cards]
+        return split(document)
+
+    def _write(self, batch: list[_Pending], outcomes: list[FileOutcome]) -> int:
+        texts = [d.text for item in batch for drafts in item.drafts for d in drafts]
+        # A document with no tricks still needs a vector for its own labels.
+        heads = [
+            f"{doc.title}. {doc.text[:1000]}"
+            for item in batch for doc, drafts in zip(item.documents, item.drafts) if not drafts
+        ]
+        vectors = self.kb.embedder.embed(texts + heads)
+        head_vectors = iter(vectors[len(texts):])
+        cursor = 0
+        ready: list[tuple[_Pending, tuple]] = []
+        for item in batch:
+            try:
+                made: dict[str, tuple[Trick, np.ndarray, list[float]]] = {}
+                doc_labels: list[str] = []
+                for document, drafts in zip(item.documents, item.drafts):
+                    own = vectors[cursor : cursor + len(drafts)]
+                    cursor += len(drafts)
+                    doc_vector = _mean(own) if len(drafts) else next(head_vectors)
+                    labels = self.labeller.label(_document_text(document), doc_vector)
+                    doc_labels += [label.label for label in labels]
+                    for trick, vector, scores in self._tricks(item.source, document, drafts, own, labels):
+                        made.setdefault(trick.id, (trick, vector, scores))
+                tricks = [t for t, _, _ in made.values()]
+                first = item.documents[0]
+                title = first.title if len(item.documents) == 1 else f"{len(item.documents)} documents from {Path(item.source).name}"
+                competitions = {t.competition for t in tricks}
+                record = DocumentRecord(
+                    item.source, item.sha256, first.kind, title,
+                    competitions.pop() if len(competitions) == 1 else None, tuple(dict.fromkeys(doc_labels)),
+                )
+                trick_vectors = [v for _, v, _ in made.values()]
+                ready.append((item, (record, tricks, trick_vectors, [s for _, _, s in made.values()])))
+            except Exception as failure:  # e.g. an invalid card: that file fails, the batch goes on
+                self._fail(outcomes, item.source, item.sha256, f"{type(failure).__name__}: {failure}")
+        if ready:
+            self.kb.write_documents([entry for _, entry in ready])
+            outcomes.extend(
+                FileOutcome(item.source, "updated" if item.existed else "added", len(entry[1]))
+                for item, entry in ready
+            )
+        return len(texts) + len(heads)
+
+    def _tricks(self, source: str, document: SourceDocument, drafts: list[TrickDraft], vectors: np.ndarray,
+                doc_labels: list[LabelScore]):
+        file_name = Path(source.split("#", 1)[0]).name
+        full_text = _document_text(document)
+        competition = detect_competition(full_text, file_name) if document.kind == "solution" else None
+        rank = detect_rank(document.text, file_name) if document.kind == "solution" else None
+        prior = self.labeller.scores(doc_labels)
+        for index, (draft, vector) in enumerate(zip(drafts, vectors)):
+            if draft.role == "card":
+                card = document.cards[index]
+                yield self._card(source, document, card, vector), vector, _card_scores(card)
+                continue
+            labels = self.labeller.label(draft.text, vector, prior=prior)
+            stage = "other" if draft.role == "summary" else self.stages.classify(draft.text, vector)
+            yield (
+                Trick(
+                    id=_trick_id(document.source, draft.text), text=draft.text, stage=stage,
+                    labels=tuple(l.label for l in labels), kind=document.kind, source=document.source,
+                    title=document.title, competition=competition, rank=rank,
+                ),
+                vector,
+                [l.score for l in labels],
+            )
+
+    def _card(self, source: str, document: SourceDocument, card, vector: np.ndarray) -> Trick:
+        text = str(card["text"]).strip()
+        raw_labels = card.get("labels") or []
+        if isinstance(raw_labels, str):
+            raw_labels = [raw_labels]
+        try:
+            labels = tuple(dict.fromkeys(self.kb.taxonomy.resolve(str(l)) for l in raw_labels))
+        except UnknownLabelError as error:
+            raise LoadError(f"card {card.get('id', text[:30])!r}: {error}") from None
+        if not labels:
+            labels = tuple(l.label for l in self.labeller.label(text, vector))
+        stage = str(card.get("stage") or "").strip().lower() or self.stages.classify(text, vector)
+        if stage not in STAGES:
+            raise LoadError(f"card {card.get('id', text[:30])!r}: unknown stage {stage!r}; use one of {', '.join(STAGES)}")
+        return Trick(
+            id=str(card.get("id") or _trick_id(source, text)), text=text, stage=stage, labels=labels,
+            kind=str(card.get("kind") or document.kind), source=source,
+            title=str(card.get("title") or document.title), competition=card.get("competition"),
+            rank=card.get("rank"), recipe=card.get("recipe"),
+        )
+
+
+def _card_scores(card) -> list[float]:
+    labels = card.get("labels") or []
+    return [1.0 - 0.1 * i for i in range(len(labels) if isinstance(labels, list) else 1)]
+
+
+def _trick_id(source: str, text: str) -> str:
+    stem = re.sub(r"[^a-z0-9]+", "-", Path(source.split("#", 1)[0]).stem.lower()).strip("-")[:40]
+    digest = hashlib.sha1("\0".join((source, text)).encode("utf-8")).hexdigest()[:12]
+    return f"{stem}-{digest}"
+
+
+def _document_text(document: SourceDocument) -> str:
+    return "\n".join([document.title, document.text, *(text for _, text in document.sections)])
+
+
+def _mean(vectors: np.ndarray) -> np.ndarray:
+    mean = vectors.mean(axis=0)
+    return mean / (np.linalg.norm(mean) or 1.0)
+
+
+def ingest(paths: Sequence[str], kb: KnowledgeBase, *, max_bytes: int = DEFAULT_MAX_BYTES,
+           progress: Callable[[int, int], None] | None = None) -> IngestSummary:
+    """Ingest files and folders into `kb`; see `IngestSummary` for what happened to each file."""
+    return Ingestor(kb, max_bytes).run(paths, progress)

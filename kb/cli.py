@@ -1,0 +1,245 @@
+"""`kb`: the knowledge-base command line. Each command is a thin layer over a library call."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Iterable
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+from kb.config import resolve_home
+from kb.models import STAGES, KINDS, ScoredTrick
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True)
+
+
+class CasebookError(click.ClickException):
+    """Printed as one line `error: ...`, exit status 2."""
+
+    exit_code = 2
+
+    def show(self, file=None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def _open(ctx: click.Context):
+    from kb.store import KnowledgeBase
+
+    return KnowledgeBase(ctx.obj["home"])
+
+
+def _print_json(data) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _print_tricks(results: list[ScoredTrick], title: str) -> None:
+    table = Table(title=title, show_lines=True, expand=True)
+    table.add_column("#", justify="right", width=3)
+    table.add_column("score", justify="right", width=6)
+    table.add_column("trick", ratio=5)
+    table.add_column("stage / labels", ratio=2)
+    table.add_column("source", ratio=2)
+    for index, item in enumerate(results, start=1):
+        trick = item.trick
+        where = trick.competition or trick.title
+        if trick.rank:
+            where += f" (#{trick.rank})"
+        table.add_row(
+            str(index), f"{item.score:.3f}", trick.text,
+            f"[bold]{trick.stage}[/]\n" + "\n".join(trick.labels),
+            f"{where}\n[dim]{trick.id}[/]",
+        )
+    out.print(table)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--home", type=click.Path(file_okay=False), default=None,
+              help="Knowledge-base folder (default: $CASEBOOK_HOME or ./.casebook).")
+@click.pass_context
+def main(ctx: click.Context, home: str | None) -> None:
+    """casebook knowledge base: ingest write-ups and papers, then search their tricks."""
+    ctx.obj = {"home": resolve_home(home)}
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--max-mb", type=float, default=25.0, show_default=True, help="Skip files larger than this.")
+@click.pass_context
+def ingest(ctx: click.Context, paths: tuple[str, ...], as_json: bool, quiet: bool, max_mb: float) -> None:
+    """Read files and folders (md, txt, case, html, pdf, json, jsonl) into tricks.
+
+    Unchanged files are skipped; changed files replace their old tricks. Exit status 1 when any
+    file failed (each failure is listed with its reason).
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ingest import ingest as run_ingest
+    from kb.store import KBLockedError
+
+    base = _open(ctx)
+    progress = Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=err, disable=quiet or as_json, transient=True)
+    try:
+        with progress:
+            task = progress.add_task("files", total=None)
+            summary = run_ingest(list(paths), base, max_bytes=int(max_mb * 2**20),
+                                 progress=lambda done, total: progress.update(task, completed=done, total=total))
+    except KBLockedError as error:
+        raise CasebookError(str(error)) from None
+    data = summary.to_dict()
+    if as_json:
+        data.pop("outcomes")
+        _print_json(data)
+    else:
+        for failure in data["failures"]:
+            err.print(f"[red]failed[/] {failure['source']}: {failure['error']}", highlight=False)
+        out.print(
+            f"{data['files']} files: {data['added']} added, {data['updated']} updated, "
+            f"{data['skipped']} unchanged, {data['failed']} failed; {data['tricks']} tricks "
+            f"in {data['seconds']:.1f}s", highlight=False,
+        )
+    if not summary.ok:
+        sys.exit(1)
+
+
+def _stage_option(function):
+    return click.option("--stage", type=click.Choice(STAGES), help="Only tricks of this pipeline stage.")(function)
+
+
+def _resolve_label(base, label: str | None) -> str | None:
+    from kb.taxonomy import UnknownLabelError
+
+    if label is None:
+        return None
+    try:
+        return base.taxonomy.resolve(label)
+    except UnknownLabelError as error:
+        raise CasebookError(str(error)) from None
+
+
+@main.command()
+@click.argument("text")
+@click.option("-k", type=int, default=10, show_default=True, help="How many tricks.")
+@click.option("--label", help='Only tricks with this label, e.g. "NLP / Text Classification" or "tabular".')
+@_stage_option
+@click.option("--kind", type=click.Choice(KINDS), help="Only solutions or only papers.")
+@click.option("--exclude-competition", multiple=True, help="Drop tricks from this competition slug.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def query(ctx, text, k, label, stage, kind, exclude_competition, as_json):
+    """Semantic search over tricks."""
+    from kb.store import EmptyKnowledgeBaseError
+
+    base = _open(ctx)
+    label = _resolve_label(base, label)
+    try:
+        results = base.search(text, k, label=label, stage=stage, kind=kind, exclude_competitions=exclude_competition)
+    except EmptyKnowledgeBaseError as error:
+        raise CasebookError(str(error)) from None
+    if as_json:
+        _print_json([r.to_dict() for r in results])
+    else:
+        _print_tricks(results, f"{len(results)} tricks for {text!r}")
+
+
+@main.command()
+@click.option("--task-type", required=True, help='A label, e.g. "General Machine Learning / Classification", '
+              '"tabular classification", "NLP".')
+@click.option("-k", type=int, default=10, show_default=True)
+@_stage_option
+@click.option("--kind", type=click.Choice(KINDS))
+@click.option("--exclude-competition", multiple=True, help="Drop tricks from this competition slug.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def tricks(ctx, task_type, k, stage, kind, exclude_competition, as_json):
+    """Tricks for a task type, best label evidence first (no model load)."""
+    base = _open(ctx)
+    label = _resolve_label(base, task_type)
+    results = base.tricks_for_label(label, k, stage=stage, kind=kind, exclude_competitions=exclude_competition)
+    if as_json:
+        _print_json({"label": label, "tricks": [r.to_dict() for r in results]})
+    else:
+        _print_tricks(results, f"{len(results)} tricks for {label}")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def stats(ctx, as_json):
+    """Counts by status, kind, stage and top-level label."""
+    data = _open(ctx).stats()
+    if as_json:
+        _print_json(data)
+        return
+    out.print(f"[bold]{data['home']}[/]: {data['documents']} documents, {data['tricks']} tricks "
+              f"({data['with_recipe']} with a recipe), {data['competitions']} competitions")
+    for key in ("documents_by_status", "tricks_by_kind", "tricks_by_stage", "tricks_by_top_label"):
+        out.print(f"  {key.replace('_', ' ')}: " + ", ".join(f"{n} {v}" for n, v in data[key].items()),
+                  highlight=False)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+def labels(as_json):
+    """The hierarchical label set as a tree."""
+    from kb.taxonomy import load_taxonomy
+
+    taxonomy = load_taxonomy()
+    if as_json:
+        _print_json(taxonomy.tree())
+        return
+    tree = Tree("[bold]labels[/]")
+    for top in taxonomy.tree():
+        branch = tree.add(f"[bold]{top['name']}[/] [dim]{top['description']}[/]")
+        for sub in top["subcategories"]:
+            branch.add(sub["name"])
+    out.print(tree)
+
+
+@main.command()
+@click.argument("trick_id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def show(ctx, trick_id, as_json):
+    """One trick with its provenance."""
+    trick = _open(ctx).get(trick_id)
+    if trick is None:
+        raise CasebookError(f"no trick with id {trick_id!r}; find ids with `kb query` or `kb export`")
+    if as_json:
+        _print_json(trick.to_dict())
+        return
+    for key, value in trick.to_dict().items():
+        out.print(f"[bold]{key}[/]: {value}", highlight=False)
+
+
+@main.command()
+@click.argument("source")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def remove(ctx, source, as_json):
+    """Forget a source file (or every file under a folder) and its tricks."""
+    from kb.store import KBLockedError
+
+    try:
+        removed = _open(ctx).remove(source)
+    except KBLockedError as error:
+        raise CasebookError(str(error)) from None
+    if as_json:
+        _print_json({"source": source, "tricks_removed": removed})
+    else:
+        out.print(f"removed {removed} tricks from {source}", highlight=False)
+
+
+@main.command()
+@click.pass_context
+def export(ctx):
+    """Every trick as one JSON object per line (id, kind, source, competition, title, text, labels, stage, recipe, ...)."""
+    for trick in _open(ctx).export():
+        click.echo(json.dumps(trick.to_dict(), ensure_ascii=False))

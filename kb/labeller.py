@@ -1,0 +1,189 @@
+"""Offline hierarchical labelling: choose top-level categories first, then subcategories within them.
+
+Evidence is the text itself (never its file path): cosine similarity between the text's embedding
+and each label's description, plus lexical cues listed in data/taxonomy.json. The same labeller
+serves ingest (documents and tricks) and retrieval (task descriptions).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from kb.embedding import Embedder
+from kb.models import STAGES
+from kb.taxonomy import SEPARATOR, Label, Taxonomy
+
+
+@dataclass(frozen=True)
+class LabelScore:
+    label: str
+    score: float
+
+
+@dataclass(frozen=True)
+class LabellerSettings:
+    lexical_weight: float = 0.35  # how much cue evidence counts against description similarity
+    second_top_ratio: float = 0.85  # a second top-level must score this close to the best ...
+    second_top_min_cues: int = 2  # ... and show at least this many distinct cues
+    max_labels: int = 3
+
+
+def _cue_pattern(cues: Sequence[str]) -> re.Pattern | None:
+    cleaned = sorted({c.strip().lower() for c in cues if c.strip()}, key=len, reverse=True)
+    if not cleaned:
+        return None
+    return re.compile(r"(?<![a-z0-9])(" + "|".join(re.escape(c) for c in cleaned) + r")(?![a-z0-9])")
+
+
+def _lexical(pattern: re.Pattern | None, text: str) -> tuple[float, int]:
+    """Saturating evidence from distinct cue matches, and how many distinct cues matched."""
+    if pattern is None:
+        return 0.0, 0
+    hits: dict[str, int] = {}
+    for match in pattern.finditer(text):
+        hits[match.group(1)] = hits.get(match.group(1), 0) + 1
+    strength = sum(1.0 + math.log(count) for count in hits.values())
+    return 1.0 - math.exp(-strength / 2.5), len(hits)
+
+
+class HierarchicalLabeller:
+    def __init__(self, taxonomy: Taxonomy, embedder: Embedder, settings: LabellerSettings | None = None):
+        self.taxonomy = taxonomy
+        self.embedder = embedder
+        self.settings = settings or LabellerSettings()
+        self._patterns = {
+            label.name: _cue_pattern(
+                label.cues
+                if label.sub is not None
+                else label.cues + tuple(c for s in taxonomy.children(label.top) for c in s.cues)
+            )
+            for label in taxonomy.labels
+        }
+
+    @cached_property
+    def _vectors(self) -> dict[str, np.ndarray]:
+        labels = self.taxonomy.labels
+        texts = [self.describe(label) for label in labels]
+        return dict(zip((label.name for label in labels), self.embedder.embed(texts)))
+
+    @staticmethod
+    def describe(label: Label) -> str:
+        return f"{label.name}: {label.description}"
+
+    def label_vector(self, name: str) -> np.ndarray:
+        return self._vectors[name]
+
+    def _score(self, label: Label, text: str, vector: np.ndarray) -> tuple[float, int]:
+        lexical, n_cues = _lexical(self._patterns[label.name], text)
+        similarity = float(np.dot(vector, self._vectors[label.name]))
+        return similarity + self.settings.lexical_weight * lexical, n_cues
+
+    def label(
+        self,
+        text: str,
+        vector: np.ndarray | None = None,
+        prior: Mapping[str, float] | None = None,
+        prior_weight: float = 0.6,
+    ) -> list[LabelScore]:
+        """Ranked "Top / Sub" labels for a text.
+
+        `prior` (label name → score, e.g. the labels of the document a trick came from) is
+        blended in with `prior_weight`, so a short trick inherits its document's context.
+        """
+        lowered = text.lower()
+        if vector is None:
+            vector = self.embedder.embed([text])[0]
+        prior = prior or {}
+
+        def blend(name: str, own: float) -> float:
+            if not prior:
+                return own
+            return (1 - prior_weight) * own + prior_weight * prior.get(name, 0.0)
+
+        tops = []
+        for top in self.taxonomy.top_levels:
+            own, n_cues = self._score(top, lowered, vector)
+            tops.append((blend(top.name, own), n_cues, top))
+        tops.sort(key=lambda item: -item[0])
+        best = tops[0][0]
+        chosen = [tops[0]] + [
+            item
+            for item in tops[1:]
+            if item[0] >= self.settings.second_top_ratio * best
+            and (item[1] >= self.settings.second_top_min_cues or prior.get(item[2].name, 0) > 0)
+        ]
+        results: list[LabelScore] = []
+        for top_score, _, top in chosen[: self.settings.max_labels]:
+            subs = [
+                (blend(sub.name, self._score(sub, lowered, vector)[0]), sub)
+                for sub in self.taxonomy.children(top.name)
+            ]
+            if not subs:
+                results.append(LabelScore(top.name, top_score))
+                continue
+            sub_score, sub = max(subs, key=lambda item: item[0])
+            results.append(LabelScore(sub.name, round((top_score + sub_score) / 2, 4)))
+        return results[: self.settings.max_labels]
+
+    def scores(self, labels: Sequence[LabelScore]) -> dict[str, float]:
+        """Label scores as a prior for `label`: each "Top / Sub" also credits its top-level."""
+        prior: dict[str, float] = {}
+        for item in labels:
+            prior[item.label] = max(prior.get(item.label, 0.0), item.score)
+            top = item.label.split(SEPARATOR, 1)[0]
+            prior[top] = max(prior.get(top, 0.0), item.score)
+        return prior
+
+
+# Pipeline stages: lexical cues first (they are precise), then description similarity.
+STAGE_DESCRIPTIONS: dict[str, str] = {
+    "data preprocessing": "Cleaning raw data: missing value imputation, outlier removal, deduplication, type fixes, text normalisation, resizing images, scaling.",
+    "feature engineering": "Creating new input features: encodings of categorical columns, aggregations, ratios, lags, rolling statistics, embeddings, TF-IDF.",
+    "modeling": "Choosing the model architecture or algorithm: gradient boosting, linear models, neural network backbones, transformers, loss functions.",
+    "training": "How the model is trained: learning rate schedules, epochs, batch size, early stopping, optimisers, regularisation, hyperparameter tuning, pseudo labelling.",
+    "validation": "How performance is estimated: cross-validation folds, stratified or group k-fold, time-based splits, hold-out sets, leakage checks, correlation of CV and leaderboard.",
+    "post-processing": "Adjusting predictions after the model: thresholds, clipping, rounding, calibration, rule-based corrections, test-time augmentation.",
+    "ensembling": "Combining several models: averaging, weighted blending, rank averaging, stacking with a meta model, seed bagging, hill climbing.",
+    "other": "General remarks, hardware, competition background, lessons learned.",
+}
+
+_STAGE_CUES: dict[str, tuple[str, ...]] = {
+    "ensembling": ("ensembl", "blend", "stacking", "stacked", "meta-model", "meta model", "weighted average", "averag", "rank average", "hill climb", "seed bagging", "bagging"),
+    "validation": ("cross-validation", "cross validation", "k-fold", "kfold", "stratified", "groupkfold", "group k-fold", "fold", "holdout", "hold-out", "validation", " cv ", "leak", "adversarial validation", "public lb", "leaderboard"),
+    "post-processing": ("post-process", "postprocess", "threshold", "clip", "round", "calibrat", "tta", "test time augmentation", "test-time augmentation"),
+    "training": ("learning rate", "epoch", "batch size", "early stopping", "optimizer", "optimiser", "scheduler", "warmup", "optuna", "hyperparameter", "tuning", "pseudo", "fine-tun", "finetun", "awp", "fgm", "layer-wise", "weight decay", "gradient accumulation"),
+    "feature engineering": ("feature", "encoding", "encoder", "aggregat", "lag", "rolling", "ratio", "interaction", "tf-idf", "tfidf", "embedding", "one-hot", "one hot", "target encod", "frequency encod", "rotation", "count"),
+    "data preprocessing": ("missing", "imput", "nan", "outlier", "duplicate", "clean", "normaliz", "normalis", "scal", "preprocess", "remove", "drop", "resize", "augment"),
+    "modeling": ("lightgbm", "lgbm", "xgboost", "catboost", "model", "architecture", "backbone", "deberta", "roberta", "bert", "transformer", "lstm", "gru", "cnn", "resnet", "efficientnet", "regression", "classifier", "loss", "head", "pooling"),
+}
+_STAGE_PATTERNS = {stage: re.compile("|".join(re.escape(c) for c in cues)) for stage, cues in _STAGE_CUES.items()}
+assert set(STAGE_DESCRIPTIONS) == set(STAGES)
+
+
+class StageClassifier:
+    def __init__(self, embedder: Embedder):
+        self.embedder = embedder
+
+    @cached_property
+    def _vectors(self) -> np.ndarray:
+        return self.embedder.embed([f"{s}: {d}" for s, d in STAGE_DESCRIPTIONS.items()])
+
+    def classify(self, text: str, vector: np.ndarray | None = None) -> str:
+        lowered = f" {text.lower()} "
+        if vector is None:
+            vector = self.embedder.embed([text])[0]
+        similarity = self._vectors @ vector
+        best_stage, best_score = "other", -1.0
+        for index, stage in enumerate(STAGE_DESCRIPTIONS):
+            pattern = _STAGE_PATTERNS.get(stage)
+            hits = len(pattern.findall(lowered)) if pattern else 0
+            score = float(similarity[index]) + 0.12 * min(hits, 3)
+            if score > best_score:
+                best_stage, best_score = stage, score
+        return best_stage
