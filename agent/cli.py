@@ -1,0 +1,145 @@
+"""`agent` command line: a thin layer over agent.solve and agent.report."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from agent.engine import DatasetError
+from agent.loop import AttemptRecord
+from agent.render import NotRenderableError
+from agent.report import RunDirError, read_run, write_report
+from agent.solve import RunFolderError, SolveSettings, default_out_dir, solve_task
+from agent.spec import SpecError
+from kb.config import resolve_home
+from retrieval.profile import TaskProfile, TaskSetupError, profile_task
+
+_USER_ERRORS = (TaskSetupError, DatasetError, SpecError, RunDirError, RunFolderError, NotRenderableError)
+
+
+def _fail(error: Exception) -> None:
+    click.echo(f"error: {error}", err=True)
+    sys.exit(2)
+
+
+@click.group()
+@click.option("--home", type=click.Path(file_okay=False), default=None,
+              help="Knowledge-base folder (default: $CASEBOOK_HOME, else ./.casebook).")
+@click.pass_context
+def main(ctx: click.Context, home: str | None) -> None:
+    """casebook's ML engineering agent."""
+    ctx.obj = {"home": resolve_home(home)}
+
+
+@main.command()
+@click.argument("task_dir", type=click.Path(path_type=Path))
+@click.option("--target", default=None, help="Target column (default: inferred from train/test/sample submission).")
+@click.option("--id", "id_column", default=None, help="Id column (default: inferred).")
+@click.option("--metric", default=None, help="Metric name, e.g. roc_auc, rmse, rmsle (default: from description.md).")
+@click.option("--use-kb", is_flag=True,
+              help="Record that the knowledge base should guide the run. Knowledge-driven proposals arrive in a "
+                   "later issue: for now the flag is recorded and the knowledge-free proposer runs.")
+@click.option("--time-budget", type=click.FloatRange(min=1), default=900.0, show_default=True,
+              help="Seconds for the whole solve.")
+@click.option("--steps", type=click.IntRange(min=0), default=8, show_default=True,
+              help="Reflection rounds after the seed population.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed (runs are deterministic for it).")
+@click.option("--cv", type=click.IntRange(min=2), default=5, show_default=True, help="Cross-validation folds.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Run folder (default: runs/<task>-<timestamp>/).")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as one JSON object.")
+@click.option("--quiet", is_flag=True, help="No live table of attempts.")
+@click.pass_context
+def solve(ctx, task_dir, target, id_column, metric, use_kb, time_budget, steps, seed, cv, out, as_json, quiet):
+    """Solve the competition task in TASK_DIR (train.csv, test.csv, description.md, sample_submission.csv).
+
+    Writes submission.csv, solution.py, trace.jsonl, run.json and report.html to the run folder;
+    the last line printed is the run's summary.
+    """
+    try:
+        profile = profile_task(task_dir, target=target, id_column=id_column, metric=metric)
+    except TaskSetupError as error:
+        _fail(error)
+    if not as_json:
+        click.echo(_describe_setup(profile, ctx.obj["home"] if use_kb else None))
+    settings = SolveSettings(time_budget=time_budget, steps=steps, seed=seed, use_kb=use_kb, cv=cv)
+    out_dir = out or default_out_dir(profile)
+    table = _attempt_table()
+    live = Live(table, console=Console(stderr=True, quiet=quiet or as_json), refresh_per_second=4)
+
+    def show(attempt: AttemptRecord) -> None:
+        _add_attempt_row(table, attempt)
+        live.refresh()
+
+    try:
+        with live:
+            result = solve_task(profile, settings, out_dir, on_attempt=show)
+    except _USER_ERRORS as error:
+        _fail(error)
+    run = result.run
+    if as_json:
+        click.echo(json.dumps({
+            **read_run(result.out_dir)[0],
+            "run_dir": str(result.out_dir), "report": str(result.report_path),
+        }, default=str))
+    else:
+        for note in result.notes:
+            click.echo(f"note: {note}")
+        click.echo(f"run folder: {result.out_dir} (report.html, trace.jsonl"
+                   f"{', submission.csv, solution.py' if result.submission_path else ''})")
+        click.echo(run.summary())
+    if result.submission_path is None:
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the report's path as JSON.")
+def report(run_dir: Path, as_json: bool) -> None:
+    """Re-render RUN_DIR/report.html from its run.json and trace.jsonl."""
+    try:
+        path = write_report(run_dir)
+        summary = read_run(run_dir)[0]["summary"]
+    except RunDirError as error:
+        _fail(error)
+    if as_json:
+        click.echo(json.dumps({"report": str(path), "summary": summary}))
+    else:
+        click.echo(f"wrote {path}")
+        click.echo(summary)
+
+
+def _describe_setup(profile: TaskProfile, kb_home: Path | None) -> str:
+    inferred = profile.inferred
+    lines = [
+        f"task {profile.name}: {profile.task_type} ({profile.modality}), {profile.n_rows} rows x {profile.n_cols} columns",
+        f"  target    {profile.target}  [{inferred.get('target', '')}]",
+        f"  id        {profile.id_column}  [{inferred.get('id_column', '')}]",
+        f"  metric    {profile.metric}  [{inferred.get('metric', '')}]",
+        f"  task type {profile.task_type}  [{inferred.get('task_type', '')}]",
+    ]
+    if kb_home is not None:
+        lines.append(f"  knowledge base {kb_home} (recorded only; knowledge-driven proposals arrive in a later issue)")
+    return "\n".join(lines)
+
+
+def _attempt_table() -> Table:
+    table = Table(title="attempts")
+    for header in ("#", "phase", "trainer", "CV score", "verdict", "s"):
+        table.add_column(header)
+    return table
+
+
+def _add_attempt_row(table: Table, attempt: AttemptRecord) -> None:
+    value = attempt.evidence.metric_value
+    style = "bold green" if attempt.improved else ("" if attempt.verdict.valid else "red")
+    table.add_row(str(attempt.index), attempt.phase, attempt.candidate.trainer,
+                  "–" if math.isnan(value) else f"{value:.4f}", attempt.verdict.reason, f"{attempt.evidence.elapsed:.1f}",
+                  style=style)

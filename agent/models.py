@@ -1,0 +1,105 @@
+"""Trainers: named factories of scikit-learn-compatible models, with the preprocessing each one needs.
+
+A trainer is any callable `(params, task_type, random_state) -> estimator`. Built-in trainers are
+`EstimatorTrainer`s, which also render their model as Python source for solution.py; a user's own
+factory works in the loop but cannot be rendered.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.spec import SpecError, Step
+from agent.steps import evaluate_source, steps_named
+
+Trainer = Callable[[Mapping[str, Any], str, int], Any]
+
+N_JOBS = os.cpu_count() or 1
+
+_COMMON = ("drop_id_columns", "drop_text_columns", "datetime_parts")
+LINEAR_STEPS = steps_named(*_COMMON, "missing_indicators", "impute_numeric", "impute_categorical", "one_hot", "standard_scale")
+TREE_STEPS = steps_named(*_COMMON, "impute_numeric", "impute_categorical", "ordinal_encoding")
+# Gradient boosting libraries handle missing values themselves.
+BOOSTING_STEPS = steps_named(*_COMMON, "ordinal_encoding")
+# For a user's factory we know nothing about: numeric, imputed, scaled features suit any estimator.
+GENERIC_STEPS = LINEAR_STEPS
+
+
+@dataclass(frozen=True)
+class EstimatorTrainer:
+    classifier: str  # class names in agent.runtime
+    regressor: str
+    default_steps: tuple[Step, ...]
+    classifier_defaults: Mapping[str, Any] = field(default_factory=dict)
+    regressor_defaults: Mapping[str, Any] = field(default_factory=dict)
+    seed_param: str | None = "random_state"
+    jobs_param: str | None = None
+
+    def render(self, params: Mapping[str, Any], task_type: str, random_state: int) -> str:
+        classification = task_type in ("binary", "multiclass")
+        defaults = self.classifier_defaults if classification else self.regressor_defaults
+        arguments = dict(defaults)
+        if self.seed_param:
+            arguments[self.seed_param] = random_state
+        if self.jobs_param:
+            arguments[self.jobs_param] = N_JOBS
+        arguments.update(params)
+        keywords = ", ".join(f"{name}={value!r}" for name, value in arguments.items())
+        return f"{self.classifier if classification else self.regressor}({keywords})"
+
+    def __call__(self, params: Mapping[str, Any], task_type: str, random_state: int) -> Any:
+        return evaluate_source(self.render(params, task_type, random_state))
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def builtin_trainers() -> dict[str, EstimatorTrainer]:
+    """The built-in trainers; LightGBM and CatBoost only when they are installed."""
+    trainers = {
+        "baseline": EstimatorTrainer("DummyClassifier", "DummyRegressor", (),
+                                     classifier_defaults={"strategy": "prior"}, seed_param=None),
+        "linear": EstimatorTrainer("LogisticRegression", "Ridge", LINEAR_STEPS,
+                                   classifier_defaults={"max_iter": 2000}, seed_param=None),
+        "random_forest": EstimatorTrainer("RandomForestClassifier", "RandomForestRegressor", TREE_STEPS,
+                                          {"n_estimators": 300}, {"n_estimators": 300}, jobs_param="n_jobs"),
+        "extra_trees": EstimatorTrainer("ExtraTreesClassifier", "ExtraTreesRegressor", TREE_STEPS,
+                                        {"n_estimators": 300}, {"n_estimators": 300}, jobs_param="n_jobs"),
+        "hist_gradient_boosting": EstimatorTrainer("HistGradientBoostingClassifier", "HistGradientBoostingRegressor",
+                                                   BOOSTING_STEPS),
+    }
+    boosting = {"n_estimators": 400, "learning_rate": 0.05, "max_depth": 6, "subsample": 0.8, "colsample_bytree": 0.8}
+    if _installed("xgboost"):
+        trainers["xgboost"] = EstimatorTrainer("XGBClassifier", "XGBRegressor", BOOSTING_STEPS,
+                                               {**boosting, "tree_method": "hist"}, {**boosting, "tree_method": "hist"},
+                                               jobs_param="n_jobs")
+    if _installed("lightgbm"):
+        lightgbm = {"n_estimators": 400, "learning_rate": 0.05, "subsample": 0.8, "subsample_freq": 1,
+                    "colsample_bytree": 0.8, "verbose": -1}
+        trainers["lightgbm"] = EstimatorTrainer("LGBMClassifier", "LGBMRegressor", BOOSTING_STEPS,
+                                                lightgbm, lightgbm, jobs_param="n_jobs")
+    if _installed("catboost"):
+        catboost = {"iterations": 500, "verbose": 0}
+        trainers["catboost"] = EstimatorTrainer("CatBoostClassifier", "CatBoostRegressor", BOOSTING_STEPS,
+                                                catboost, catboost, seed_param="random_seed", jobs_param="thread_count")
+    return trainers
+
+
+def trainer_registry(extra: Mapping[str, Trainer] | None = None) -> dict[str, Trainer]:
+    """Built-in trainers, plus (and overridden by) the user's."""
+    return {**builtin_trainers(), **(extra or {})}
+
+
+def default_steps(trainer: Trainer) -> tuple[Step, ...]:
+    return getattr(trainer, "default_steps", GENERIC_STEPS)
+
+
+def lookup_trainer(name: str, trainers: Mapping[str, Trainer]) -> Trainer:
+    if name not in trainers:
+        raise SpecError(f"unknown trainer {name!r}: known trainers are {', '.join(sorted(trainers))}")
+    return trainers[name]

