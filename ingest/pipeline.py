@@ -73,9 +73,10 @@ class _Pending:
 
 
 class Ingestor:
-    def __init__(self, kb: KnowledgeBase, max_bytes: int = DEFAULT_MAX_BYTES):
+    def __init__(self, kb: KnowledgeBase, max_bytes: int = DEFAULT_MAX_BYTES, batch_tricks: int = BATCH_TRICKS):
         self.kb = kb
         self.max_bytes = max_bytes
+        self.batch_tricks = batch_tricks
         self.labeller = HierarchicalLabeller(kb.taxonomy, kb.embedder)
         self.stages = StageClassifier(kb.embedder)
 
@@ -120,7 +121,7 @@ class Ingestor:
                     report()
                     continue
                 pending.append(item)
-                if sum(len(d) for p in pending for d in p.drafts) >= BATCH_TRICKS:
+                if sum(len(d) for p in pending for d in p.drafts) >= self.batch_tricks:
                     flush()
             if pending:
                 flush()
@@ -245,6 +246,10 @@ def _mean(vectors: np.ndarray) -> np.ndarray:
 
 
 def ingest(paths: Sequence[str], kb: KnowledgeBase, *, max_bytes: int = DEFAULT_MAX_BYTES,
-           progress: Callable[[int, int], None] | None = None) -> IngestSummary:
-    """Ingest files and folders into `kb`; see `IngestSummary` for what happened to each file."""
-    return Ingestor(kb, max_bytes).run(paths, progress)
+           batch_tricks: int = BATCH_TRICKS, progress: Callable[[int, int], None] | None = None) -> IngestSummary:
+    """Ingest files and folders into `kb`; see `IngestSummary` for what happened to each file.
+
+    Files are embedded and committed in batches of about `batch_tricks` tricks: smaller batches
+    commit more often, larger ones embed faster.
+    """
+    return Ingestor(kb, max_bytes, batch_tricks).run(paths, progress)

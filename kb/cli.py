@@ -71,8 +71,11 @@ def main(ctx: click.Context, home: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("--max-mb", type=float, default=25.0, show_default=True, help="Skip files larger than this.")
+@click.option("--batch-size", type=click.IntRange(1), default=256, show_default=True,
+              help="Commit after about this many tricks (smaller: commits more often; larger: embeds faster).")
 @click.pass_context
-def ingest(ctx: click.Context, paths: tuple[str, ...], as_json: bool, quiet: bool, max_mb: float) -> None:
+def ingest(ctx: click.Context, paths: tuple[str, ...], as_json: bool, quiet: bool, max_mb: float,
+           batch_size: int) -> None:
     """Read files and folders (md, txt, case, html, pdf, json, jsonl) into tricks.
 
     Unchanged files are skipped; changed files replace their old tricks. Exit status 1 when any
@@ -89,7 +92,7 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], as_json: bool, quiet: boo
     try:
         with progress:
             task = progress.add_task("files", total=None)
-            summary = run_ingest(list(paths), base, max_bytes=int(max_mb * 2**20),
+            summary = run_ingest(list(paths), base, max_bytes=int(max_mb * 2**20), batch_tricks=batch_size,
                                  progress=lambda done, total: progress.update(task, completed=done, total=total))
     except KBLockedError as error:
         raise CasebookError(str(error)) from None

@@ -29,8 +29,12 @@ class LabelScore:
 @dataclass(frozen=True)
 class LabellerSettings:
     lexical_weight: float = 0.35  # how much cue evidence counts against description similarity
-    second_top_ratio: float = 0.85  # a second top-level must score this close to the best ...
+    second_top_ratio: float = 0.8  # a second top-level must score this close to the best ...
     second_top_min_cues: int = 2  # ... and show at least this many distinct cues
+    # General-ML evidence (boosting, CV, features) is in nearly every write-up; a modality that
+    # comes this close to it, with enough cues, is the more specific label and goes first.
+    specific_ratio: float = 0.75
+    generic_top: str = "General Machine Learning"
     max_labels: int = 3
 
 
@@ -112,6 +116,15 @@ class HierarchicalLabeller:
             tops.append((blend(top.name, own), n_cues, top))
         tops.sort(key=lambda item: -item[0])
         best = tops[0][0]
+        if tops[0][2].name == self.settings.generic_top:
+            specific = next(
+                (item for item in tops[1:] if item[0] >= self.settings.specific_ratio * best
+                 and item[1] >= self.settings.second_top_min_cues),
+                None,
+            )
+            if specific is not None:
+                tops.remove(specific)
+                tops.insert(0, specific)
         chosen = [tops[0]] + [
             item
             for item in tops[1:]

@@ -1,0 +1,35 @@
+# casebook: `make demo` runs the main job on bundled data, `make test` runs the test suite.
+# Both create .venv on first use; torch (CPU build) is installed first so nothing pulls CUDA.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-casebook
+export CASEBOOK_HOME ?= $(CURDIR)/.casebook
+export HF_HUB_OFFLINE := 1
+
+.PHONY: install demo test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/kb ingest data/knowledge
+	$(BIN)/kb stats
+	$(BIN)/kb query "encode a categorical column with thousands of levels" -k 5
+	$(BIN)/kb tricks --task-type "tabular classification" -k 5
+
+test: install
+	$(BIN)/python -m pytest -q
+
+bench: install
+	$(BIN)/python bench/ingest_bench.py
+
+clean:
+	rm -rf $(VENV) .casebook runs .pytest_cache
