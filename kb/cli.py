@@ -89,13 +89,21 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], as_json: bool, quiet: boo
     base = _open(ctx)
     progress = Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=err, disable=quiet or as_json, transient=True)
+    task = progress.add_task("files", total=None)
+
+    def advance(done: int, total: int) -> None:
+        if not progress.live.is_started:  # only once the write lock is held: errors stay one line
+            progress.start()
+        progress.update(task, completed=done, total=total)
+
     try:
-        with progress:
-            task = progress.add_task("files", total=None)
-            summary = run_ingest(list(paths), base, max_bytes=int(max_mb * 2**20), batch_tricks=batch_size,
-                                 progress=lambda done, total: progress.update(task, completed=done, total=total))
+        summary = run_ingest(list(paths), base, max_bytes=int(max_mb * 2**20), batch_tricks=batch_size,
+                             progress=advance)
     except KBLockedError as error:
         raise CasebookError(str(error)) from None
+    finally:
+        if progress.live.is_started:
+            progress.stop()
     data = summary.to_dict()
     if as_json:
         data.pop("outcomes")

@@ -111,6 +111,10 @@ class Taxonomy:
         close = difflib.get_close_matches(rest, list(by_sub), n=1, cutoff=0.75)
         if close:
             return by_sub[close[0]][0]
+        every_sub = {_normalise(label.sub or ""): label.name for label in self.subcategories}
+        close = difflib.get_close_matches(wanted, list(every_sub), n=1, cutoff=0.75)
+        if close:
+            return every_sub[close[0]]
         close = difflib.get_close_matches(wanted, list(by_name), n=1, cutoff=0.75)
         if close:
             return by_name[close[0]]
