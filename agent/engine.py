@@ -117,7 +117,7 @@ def compile_spec(
     """The spec as an unfitted pipeline: its steps, then the model (wrapped by the target transform)."""
     model = lookup_trainer(spec.model.name, trainers)(spec.model.params, context.task_type, context.random_state)
     if spec.target_transform is not None:
-        model = target_op(spec.target_transform).wrap(model)
+        model = target_op(spec.target_transform.op).wrap(spec.target_transform.params, model)
     steps = [(f"{index}_{step.op}", step_op(step.op, extra_steps).build(step.params, context))
              for index, step in enumerate(spec.steps)]
     return Pipeline([*steps, ("model", model)])

@@ -46,7 +46,7 @@ class SolutionCandidate:
     params: Mapping[str, Any] = field(default_factory=dict)
     rationale: str = ""
     steps: tuple[Step, ...] | None = None  # None: the trainer's default preprocessing
-    target_transform: str | None = None  # a target op name, e.g. "log_target"
+    target_transform: Step | None = None  # a target op, e.g. Step("log_target")
 
     def to_spec(self, trainers: Mapping[str, Trainer], validation: ValidationSpec) -> SolutionSpec:
         steps = self.steps if self.steps is not None else default_steps(lookup_trainer(self.trainer, trainers))

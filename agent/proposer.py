@@ -15,7 +15,9 @@ import numpy as np
 from agent.engine import Dataset
 from agent.loop import AttemptRecord, SolutionCandidate
 from agent.models import Trainer, trainer_registry
+from agent.spec import Step
 
+LOG_TARGET = Step("log_target")
 SEED_TRAINERS = ("linear", "random_forest", "hist_gradient_boosting", "xgboost", "lightgbm", "catboost")
 # Metrics on a log or relative scale: fitting log(1 + y) optimises (nearly) the metric itself.
 _LOG_SCALE_METRICS = ("rmsle", "mape")
@@ -62,7 +64,7 @@ class VariationProposer:
 
     def seed(self, dataset: Dataset) -> list[SolutionCandidate]:
         log_target = _fits_log_scale(dataset) and dataset.metric in _LOG_SCALE_METRICS
-        transform = "log_target" if log_target else None
+        transform = LOG_TARGET if log_target else None
         why = f" on log(1 + {dataset.target}), as {dataset.metric} scores relative errors" if log_target else ""
         return [SolutionCandidate(name, {}, f"seed: {name.replace('_', ' ')} at defaults{why}", target_transform=transform)
                 for name in self.seed_trainers]
@@ -83,7 +85,7 @@ class VariationProposer:
         variations = [replace(base, params={**base.params, **changes}, rationale=f"{base.trainer}: {why}")
                       for why, changes in options]
         if _fits_log_scale(dataset):
-            flipped = None if base.target_transform else "log_target"
+            flipped = None if base.target_transform else LOG_TARGET
             why = "model log(1 + target)" if flipped else "model the raw target"
             variations.append(replace(base, target_transform=flipped, rationale=f"{base.trainer}: {why}"))
         return variations

@@ -74,7 +74,7 @@ def render_model(
         raise NotRenderableError(f"trainer {spec.model.name!r} is a user factory; solution.py needs a built-in trainer")
     model = trainer.render(spec.model.params, dataset.task_type, random_state)
     if spec.target_transform is not None:
-        model = target_op(spec.target_transform).render(model)
+        model = target_op(spec.target_transform.op).render(spec.target_transform.params, model)
     lines.append(f"(\"model\", {model}),")
     body = "\n".join(f"        {line}" for line in lines)
     return f"Pipeline([\n{body}\n    ])"

@@ -122,7 +122,7 @@ def attempt_table(attempts: list[dict[str, Any]]) -> str:
         classes = " ".join(["valid" if attempt["valid"] else "invalid", "best" if attempt["improved"] else ""])
         score = "–" if attempt["cv_score"] is None else f"{attempt['cv_score']:.4f}"
         params = json.dumps(attempt["spec"]["model"]["params"]) + (
-            f" · {attempt['spec']['target_transform']}" if attempt["spec"]["target_transform"] else "")
+            f" · {attempt['spec']['target_transform']['op']}" if attempt["spec"]["target_transform"] else "")
         details = [attempt["rationale"], *attempt["notes"]]
         if attempt["error"]:
             details.append(attempt["error"].strip().splitlines()[-1])

@@ -38,7 +38,7 @@ from sklearn.metrics import (
 )
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
+from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler, TargetEncoder
 
 try:
     from xgboost import XGBClassifier, XGBRegressor
@@ -71,37 +71,86 @@ def one_hot_name(column, category):
 
 
 class AddMissingIndicators(TransformerMixin, BaseEstimator):
-    """Add a 0/1 column `<name>_missing` for each numeric column that had missing values in fit."""
+    """Add a 0/1 column `<name>_missing` for each column missing in at least `min_missing_frac` of fit rows."""
+
+    def __init__(self, min_missing_frac=0.01):
+        self.min_missing_frac = min_missing_frac
 
     def fit(self, X, y=None):
-        numeric = X.select_dtypes("number")
-        self.columns_ = [name for name in numeric.columns if numeric[name].isna().any()]
+        shares = X.isna().mean()
+        self.columns_ = [name for name in X.columns if shares[name] > 0 and shares[name] >= self.min_missing_frac]
         return self
 
     def transform(self, X):
-        flags = {f"{name}_missing": X[name].isna().astype(float) for name in self.columns_}
-        return X.assign(**flags)
+        return X.assign(**{f"{name}_missing": X[name].isna().astype(float) for name in self.columns_})
 
-    def get_feature_names_out(self, input_features=None):
-        return np.asarray([*input_features, *(f"{name}_missing" for name in self.columns_)], dtype=object)
+
+class OrdinalCodes(TransformerMixin, BaseEstimator):
+    """Each non-numeric column as numbers: categories by descending training frequency, in sorted order, or
+    as `mappings` say. Unseen categories get `unknown_value`; missing values stay missing."""
+
+    def __init__(self, order="frequency", unknown_value=-1, mappings=None):
+        self.order = order
+        self.unknown_value = unknown_value
+        self.mappings = mappings
+
+    def fit(self, X, y=None):
+        self.codes_ = {}
+        for name in X.columns:
+            if pd.api.types.is_numeric_dtype(X[name]):
+                continue
+            given = (self.mappings or {}).get(name)
+            if given is not None:
+                self.codes_[name] = dict(given)
+                continue
+            counts = X[name].dropna().astype(str).value_counts()
+            levels = list(counts.index) if self.order == "frequency" else sorted(counts.index)
+            self.codes_[name] = {level: code for code, level in enumerate(levels)}
+        return self
+
+    def transform(self, X):
+        coded = {}
+        for name, codes in self.codes_.items():
+            values = X[name]
+            mapped = values.astype(str).map(codes).astype(float).fillna(self.unknown_value)
+            coded[name] = mapped.where(values.notna(), np.nan)
+        return X.assign(**coded)
 
 
 class DatetimeParts(TransformerMixin, BaseEstimator):
-    """Replace each listed date column by its year, month, day, day of week and hour."""
+    """Replace each listed date column by its parts, and optionally the days since the earliest training date."""
 
-    def __init__(self, columns=()):
+    def __init__(self, columns=(), parts=("year", "month", "day", "dayofweek", "hour"), add_elapsed=False):
         self.columns = columns
+        self.parts = parts
+        self.add_elapsed = add_elapsed
 
     def fit(self, X, y=None):
+        self.reference_ = {name: _as_datetime(X[name]).min() for name in self.columns}
         return self
 
     def transform(self, X):
-        parts = {}
+        features = {}
         for name in self.columns:
-            when = pd.to_datetime(X[name], errors="coerce", format="mixed")
-            for part in ("year", "month", "day", "dayofweek", "hour"):
-                parts[f"{name}_{part}"] = getattr(when.dt, part).astype(float)
-        return X.drop(columns=list(self.columns)).assign(**parts)
+            when = _as_datetime(X[name])
+            for part in self.parts:
+                values = when.dt.dayofweek >= 5 if part == "is_weekend" else getattr(when.dt, part)
+                features[f"{name}_{part}"] = values.astype(float).where(when.notna(), np.nan)
+            if self.add_elapsed:
+                features[f"{name}_days"] = (when - self.reference_[name]).dt.total_seconds() / 86400
+        return X.drop(columns=list(self.columns)).assign(**features)
+
+
+def _as_datetime(values):
+    return pd.to_datetime(values, errors="coerce", format="mixed")
+
+
+def shifted_log(y, offset=1.0):
+    return np.log(np.asarray(y, dtype=float) + offset)
+
+
+def shifted_exp(z, offset=1.0):
+    return np.exp(z) - offset
 
 
 # ---- metrics: every function takes the true labels or values and the prediction the metric needs:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import cloudpickle
+from threadpoolctl import threadpool_limits
 
 # Imported once by the forkserver so that each child starts warm.
 _PRELOAD = ["agent.loop"]
@@ -37,6 +38,9 @@ class SandboxStartError(RuntimeError):
 class Limits:
     time_seconds: float
     memory_bytes: int | None = DEFAULT_MEMORY_LIMIT
+    # OpenMP / BLAS threads. One by default: on a small, shared machine OpenMP threads spin-waiting for
+    # a core made histogram boosting several times slower than a single thread.
+    native_threads: int | None = 1
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,7 @@ def run_isolated(function: Callable[..., Any], *args: Any, limits: Limits) -> Ou
     started = time.monotonic()
     receiver, sender = _CONTEXT.Pipe(duplex=False)
     payload = cloudpickle.dumps((function, args))
-    child = _CONTEXT.Process(target=_child_main, args=(sender, payload, list(sys.path), limits.memory_bytes))
+    child = _CONTEXT.Process(target=_child_main, args=(sender, payload, list(sys.path), limits))
     try:
         child.start()
     except (BrokenPipeError, EOFError) as error:
@@ -65,39 +69,44 @@ def run_isolated(function: Callable[..., Any], *args: Any, limits: Limits) -> Ou
             "script that runs the agent must do so under `if __name__ == '__main__':`"
         ) from error
     sender.close()
+    status, value = "crashed", ""
     try:
         if receiver.poll(max(limits.time_seconds, 0.0)):
             status, value = cloudpickle.loads(receiver.recv_bytes())
         elif child.is_alive():
             status, value = "timeout", f"timed out after {limits.time_seconds:.0f} s"
-        else:
-            status, value = "crashed", _death_cause(child)
-    except (EOFError, OSError):
-        child.join(_EXIT_GRACE_SECONDS)
-        status, value = "crashed", _death_cause(child)
+    except EOFError:  # the child died before sending anything
+        pass
+    except Exception:  # noqa: BLE001 - a result the parent cannot read back is the candidate's failure
+        status, value = "error", f"the candidate's result could not be read back:\n{traceback.format_exc()}"
     finally:
         receiver.close()
+        if status == "timeout":
+            child.kill()
         child.join(_EXIT_GRACE_SECONDS)
         if child.is_alive():
             child.kill()
             child.join()
+    if status == "crashed":
+        value = _death_cause(child.exitcode)
     elapsed = time.monotonic() - started
     if status == "ok":
         return Outcome("ok", value=value, elapsed=elapsed)
     return Outcome(status, error=value, elapsed=elapsed)
 
 
-def _death_cause(child) -> str:
-    child.join(_EXIT_GRACE_SECONDS)
-    code = child.exitcode
-    if code is not None and code < 0:
-        return f"the candidate's process was killed by signal {-code} (out of memory or a native crash)"
-    return f"the candidate's process exited with code {code} before reporting a result"
+def _death_cause(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        return f"the candidate's process was killed by signal {-exitcode} (out of memory or a native crash)"
+    return f"the candidate's process exited with code {exitcode} before reporting a result"
 
 
-def _child_main(sender, payload: bytes, parent_path: list[str], memory_bytes: int | None) -> None:
+def _child_main(sender, payload: bytes, parent_path: list[str], limits: Limits) -> None:
+    memory_bytes = limits.memory_bytes
     if memory_bytes is not None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    if limits.native_threads is not None:
+        threadpool_limits(limits=limits.native_threads)
     sys.path[:] = parent_path  # find modules the parent imported from a script or test folder
     try:
         function, args = cloudpickle.loads(payload)

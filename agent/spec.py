@@ -44,14 +44,14 @@ class ValidationSpec:
 class SolutionSpec:
     steps: tuple[Step, ...]
     model: ModelSpec
-    target_transform: str | None = None  # the name of a target op (e.g. "log_target"), applied around the model
+    target_transform: Step | None = None  # a target op (e.g. log_target) applied around the model
     validation: ValidationSpec = ValidationSpec()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "steps": [step.to_dict() for step in self.steps],
             "model": self.model.to_dict(),
-            "target_transform": self.target_transform,
+            "target_transform": self.target_transform.to_dict() if self.target_transform else None,
             "validation": self.validation.to_dict(),
         }
 
@@ -62,9 +62,9 @@ class SolutionSpec:
     def from_dict(cls, data: Mapping[str, Any]) -> SolutionSpec:
         try:
             return cls(
-                steps=tuple(Step(step["op"], dict(step.get("params", {}))) for step in data.get("steps", [])),
+                steps=tuple(_step(step) for step in data.get("steps", [])),
                 model=ModelSpec(data["model"]["name"], dict(data["model"].get("params", {}))),
-                target_transform=data.get("target_transform"),
+                target_transform=_step(data["target_transform"]) if data.get("target_transform") else None,
                 validation=ValidationSpec(**data.get("validation", {})),
             )
         except (KeyError, TypeError) as error:
@@ -73,3 +73,7 @@ class SolutionSpec:
     @classmethod
     def from_json(cls, text: str) -> SolutionSpec:
         return cls.from_dict(json.loads(text))
+
+
+def _step(data: Mapping[str, Any]) -> Step:
+    return Step(data["op"], dict(data.get("params", {})))

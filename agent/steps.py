@@ -12,6 +12,7 @@ would see — and so that the verifier can catch a step that learns from data it
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
@@ -68,15 +69,14 @@ def evaluate_source(source: str, **names: Any) -> Any:
 
 @dataclass(frozen=True)
 class SourceStep:
+    """An op whose transformer is Python source; parameter names and defaults follow data/recipes.json."""
+
     name: str
     source: Callable[[Mapping[str, Any], CompileContext], str]
     defaults: Mapping[str, Any] = field(default_factory=dict)
 
     def render(self, params: Mapping[str, Any], context: CompileContext) -> str:
-        unknown = set(params) - set(self.defaults)
-        if unknown:
-            raise SpecError(f"step {self.name!r} has no parameter {', '.join(sorted(unknown))}; it takes {sorted(self.defaults)}")
-        return self.source({**self.defaults, **params}, context)
+        return self.source(_with_defaults(self.name, self.defaults, params), context)
 
     def build(self, params: Mapping[str, Any], context: CompileContext) -> Any:
         return evaluate_source(self.render(params, context))
@@ -87,49 +87,99 @@ class TargetOp:
     """A transform of the target around the model (fit on transformed y, predictions mapped back)."""
 
     name: str
-    template: str  # Python source with {model} where the model's source goes
+    template: Callable[[Mapping[str, Any], str], str]  # (params, the model's source) -> source
+    defaults: Mapping[str, Any] = field(default_factory=dict)
 
-    def render(self, model_source: str) -> str:
-        return self.template.format(model=model_source)
+    def render(self, params: Mapping[str, Any], model_source: str) -> str:
+        return self.template(_with_defaults(self.name, self.defaults, params), model_source)
 
-    def wrap(self, model: Any) -> Any:
-        return evaluate_source(self.render("MODEL"), MODEL=model)
+    def wrap(self, params: Mapping[str, Any], model: Any) -> Any:
+        return evaluate_source(self.render(params, "MODEL"), MODEL=model)
 
 
-def _drop_kind(kind: str) -> Callable[[Mapping[str, Any], CompileContext], str]:
-    return lambda params, context: f"on_columns('drop', {context.columns_of_kind(kind)!r})"
+def _with_defaults(op: str, defaults: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = set(params) - set(defaults)
+    if unknown:
+        raise SpecError(f"op {op!r} has no parameter {', '.join(sorted(unknown))}; it takes {sorted(defaults) or 'none'}")
+    return {**defaults, **params}
+
+
+def _choice(op: str, name: str, value: Any, allowed: tuple[Any, ...]) -> Any:
+    if value not in allowed:
+        raise SpecError(f"op {op!r}: {name}={value!r} is not supported; use one of {list(allowed)}")
+    return value
+
+
+_ID_TOKENS = re.compile(r"[_\W]+|(?<=[a-z])(?=[A-Z])")
+
+
+def _id_columns(params: Mapping[str, Any], context: CompileContext) -> list[str]:
+    """The profiled id column, plus columns named like ids (a name token in name_patterns) that are nearly unique."""
+    patterns = {pattern.lower() for pattern in params["name_patterns"]}
+    named = []
+    for name in context.X.columns:
+        tokens = {token.lower() for token in _ID_TOKENS.split(str(name)) if token}
+        values = context.X[name]
+        if tokens & patterns and values.nunique() >= params["unique_ratio"] * max(values.notna().sum(), 1):
+            named.append(name)
+    return [*context.columns_of_kind("id"), *(name for name in named if name not in context.columns_of_kind("id"))]
+
+
+def _impute_numeric(p: Mapping[str, Any], c: CompileContext) -> str:
+    strategy = _choice("impute_numeric", "strategy", p["strategy"], ("median", "mean", "constant", "none"))
+    if strategy == "none":  # for models that handle missing values themselves
+        return "'passthrough'"
+    return f"on_columns(SimpleImputer(strategy={strategy!r}, fill_value={p['fill_value']!r}), NUMERIC)"
+
+
+def _impute_categorical(p: Mapping[str, Any], c: CompileContext) -> str:
+    strategy = _choice("impute_categorical", "strategy", p["strategy"], ("constant", "most_frequent"))
+    return f"on_columns(SimpleImputer(strategy={strategy!r}, fill_value={p['fill_value']!r}), CATEGORICAL)"
+
+
+def _log_target(p: Mapping[str, Any], model: str) -> str:
+    offset = float(p["offset"])
+    return (f"TransformedTargetRegressor(regressor={model}, transformer=FunctionTransformer("
+            f"func=shifted_log, inverse_func=shifted_exp, kw_args={{'offset': {offset!r}}}, "
+            f"inv_kw_args={{'offset': {offset!r}}}, check_inverse=False))")
 
 
 BUILTIN_STEPS: dict[str, SourceStep] = {
     step.name: step
     for step in (
-        SourceStep("drop_id_columns", _drop_kind("id")),
+        SourceStep("drop_id_columns", lambda p, c: f"on_columns('drop', {_id_columns(p, c)!r})",
+                   {"unique_ratio": 0.99, "name_patterns": ("id", "uuid", "key")}),
         # Free text needs a text step (tfidf_text, ...); without one, the column is dropped, not mis-encoded.
-        SourceStep("drop_text_columns", _drop_kind("text")),
+        SourceStep("drop_text_columns", lambda p, c: f"on_columns('drop', {c.columns_of_kind('text')!r})"),
         SourceStep("drop_columns", lambda p, c: f"on_columns('drop', {list(p['columns'])!r})", {"columns": ()}),
-        SourceStep("datetime_parts", lambda p, c: f"DatetimeParts({c.columns_of_kind('datetime')!r})"),
-        SourceStep("missing_indicators", lambda p, c: "AddMissingIndicators()"),
-        SourceStep("impute_numeric", lambda p, c: f"on_columns(SimpleImputer(strategy={p['strategy']!r}), NUMERIC)",
-                   {"strategy": "median"}),
-        SourceStep("impute_categorical",
-                   lambda p, c: f"on_columns(SimpleImputer(strategy='constant', fill_value={p['fill_value']!r}), CATEGORICAL)",
-                   {"fill_value": "missing"}),
+        SourceStep("datetime_parts",
+                   lambda p, c: f"DatetimeParts({c.columns_of_kind('datetime')!r}, parts={tuple(p['parts'])!r}, "
+                                f"add_elapsed={bool(p['add_elapsed'])!r})",
+                   {"parts": ("year", "month", "day", "dayofweek", "hour"), "add_elapsed": False}),
+        SourceStep("missing_indicators", lambda p, c: f"AddMissingIndicators(min_missing_frac={p['min_missing_frac']!r})",
+                   {"min_missing_frac": 0.01}),
+        SourceStep("impute_numeric", _impute_numeric, {"strategy": "median", "fill_value": 0}),
+        SourceStep("impute_categorical", _impute_categorical, {"strategy": "constant", "fill_value": "__missing__"}),
         SourceStep("one_hot",
-                   lambda p, c: "on_columns(OneHotEncoder(handle_unknown='infrequent_if_exist', "
-                                f"max_categories={p['max_categories']!r}, sparse_output=False, "
-                                "feature_name_combiner=one_hot_name), CATEGORICAL)",
-                   {"max_categories": 20}),
+                   lambda p, c: f"on_columns(OneHotEncoder(handle_unknown={p['handle_unknown']!r}, "
+                                f"max_categories={p['max_levels']!r}, min_frequency={p['min_frequency']!r}, "
+                                "sparse_output=False, feature_name_combiner=one_hot_name), CATEGORICAL)",
+                   {"max_levels": 15, "min_frequency": 5, "handle_unknown": "infrequent_if_exist"}),
         SourceStep("ordinal_encoding",
-                   lambda p, c: "on_columns(OrdinalEncoder(handle_unknown='use_encoded_value', unknown_value=-1, "
-                                "encoded_missing_value=np.nan), CATEGORICAL)"),
-        SourceStep("standard_scale", lambda p, c: "on_columns(StandardScaler(), NUMERIC)"),
+                   lambda p, c: f"OrdinalCodes(order={_choice('ordinal_encoding', 'order', p['order'], ('frequency', 'lexical'))!r}, "
+                                f"unknown_value={p['unknown_value']!r}, mappings={dict(p['mappings']) or None!r})",
+                   {"mappings": {}, "order": "frequency", "unknown_value": -1}),
+        # scikit-learn's TargetEncoder cross-fits on the training fold, so it never sees out-of-fold targets.
+        SourceStep("target_encoding",
+                   lambda p, c: f"on_columns(TargetEncoder(smooth={p['smoothing']!r}, cv={p['n_inner_folds']!r}, "
+                                f"shuffle=True, random_state={c.random_state!r}), CATEGORICAL)",
+                   {"smoothing": 10.0, "n_inner_folds": 5}),
+        SourceStep("standard_scale", lambda p, c: f"on_columns(StandardScaler(with_mean={p['with_mean']!r}), NUMERIC)",
+                   {"with_mean": True}),
     )
 }
 
-TARGET_OPS: dict[str, TargetOp] = {
-    op.name: op
-    for op in (TargetOp("log_target", "TransformedTargetRegressor(regressor={model}, func=np.log1p, inverse_func=np.expm1)"),)
-}
+TARGET_OPS: dict[str, TargetOp] = {op.name: op for op in (TargetOp("log_target", _log_target, {"offset": 1.0}),)}
 
 
 def step_op(name: str, extra_steps: Mapping[str, StepOp] | None = None) -> StepOp:

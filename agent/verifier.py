@@ -28,8 +28,9 @@ from agent.steps import CompileContext, StepOp
 from retrieval.metrics import MetricInfo
 
 # Enough rows to fit any preprocessing faithfully, few enough to keep the checks to a second or two.
-_FIT_ROWS = 2000
+_FIT_ROWS = 1000
 _PROBE_ROWS = 200
+_USAGE_PROBE_ROWS = 50
 _TARGET_COPY_CORRELATION = 0.999
 
 
@@ -169,18 +170,25 @@ def inspect_candidate(
 
 
 def _ignored_columns(preprocessing: Pipeline, probe: pd.DataFrame, expected: pd.DataFrame) -> tuple[str, ...]:
-    """Columns whose values can change without changing what the model receives."""
-    ignored = []
-    for name in probe.columns:
-        changed = probe.copy()
-        changed[name] = _perturbed(probe[[name]])[name]
-        try:
-            output = preprocessing.transform(changed)
-        except (ValueError, TypeError):  # the new values upset a step: the column is read
-            continue
-        if _same(output, expected):
-            ignored.append(str(name))
-    return tuple(ignored)
+    """Columns whose values can change without changing what the model receives.
+
+    One transform of stacked copies of the probe, copy i with column i perturbed: transforms act row
+    by row, so each copy's output can be compared with the unperturbed output on its own."""
+    rows = probe.iloc[:_USAGE_PROBE_ROWS]
+    baseline = pd.DataFrame(expected).iloc[:_USAGE_PROBE_ROWS]
+    copies = []
+    for name in rows.columns:
+        changed = rows.copy()
+        changed[name] = _perturbed(rows[[name]])[name]
+        copies.append(changed)
+    try:
+        output = pd.DataFrame(preprocessing.transform(pd.concat(copies, ignore_index=True)))
+    except (ValueError, TypeError):  # perturbed values upset a step: fall back to no finding rather than a guess
+        return ()
+    return tuple(
+        str(name) for index, name in enumerate(rows.columns)
+        if _same(output.iloc[index * len(rows):(index + 1) * len(rows)], baseline)
+    )
 
 
 def _target_copies(dataset: Dataset) -> list[str]:
@@ -197,16 +205,16 @@ def _target_copies(dataset: Dataset) -> list[str]:
 
 
 def _perturbed(frame: pd.DataFrame) -> pd.DataFrame:
-    """The same rows with every value changed and every column's statistics moved."""
+    """The same rows with every value (missing ones too) changed and every column's statistics moved."""
     changed = frame.copy()
     for name in changed.columns:
         values = changed[name]
         if pd.api.types.is_bool_dtype(values):
             changed[name] = ~values
         elif pd.api.types.is_numeric_dtype(values):
-            changed[name] = values * 3 + 7
+            changed[name] = (values * 3 + 7).fillna(7)
         else:
-            changed[name] = values.map(lambda value: value if pd.isna(value) else f"perturbed {value}")
+            changed[name] = values.map(lambda value: f"perturbed {value}")
     return changed
 
 

