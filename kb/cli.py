@@ -161,23 +161,86 @@ def query(ctx, text, k, label, stage, kind, exclude_competition, as_json):
 
 
 @main.command()
-@click.option("--task-type", required=True, help='A label, e.g. "General Machine Learning / Classification", '
+@click.option("--task-type", help='A label, e.g. "General Machine Learning / Classification", '
               '"tabular classification", "NLP".')
+@click.option("--task", "task_dir", type=click.Path(file_okay=False),
+              help="A task folder (train.csv, test.csv, description.md): analyse it and retrieve for its labels.")
 @click.option("-k", type=int, default=10, show_default=True)
 @_stage_option
-@click.option("--kind", type=click.Choice(KINDS))
+@click.option("--kind", type=click.Choice(KINDS), help="With --task-type: only solutions or only papers.")
+@click.option("--papers", type=int, default=3, show_default=True, help="With --task: how many papers to list too.")
 @click.option("--exclude-competition", multiple=True, help="Drop tricks from this competition slug.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def tricks(ctx, task_type, k, stage, kind, exclude_competition, as_json):
-    """Tricks for a task type, best label evidence first (no model load)."""
+def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition, as_json):
+    """Tricks for a task type (no model load) or for a task folder (hierarchical retrieval)."""
+    if bool(task_type) == bool(task_dir):
+        raise CasebookError("give exactly one of --task-type LABEL or --task TASK_DIR")
     base = _open(ctx)
-    label = _resolve_label(base, task_type)
-    results = base.tricks_for_label(label, k, stage=stage, kind=kind, exclude_competitions=exclude_competition)
+    if task_type:
+        label = _resolve_label(base, task_type)
+        results = base.tricks_for_label(label, k, stage=stage, kind=kind, exclude_competitions=exclude_competition)
+        if as_json:
+            _print_json({"label": label, "tricks": [r.to_dict() for r in results]})
+        else:
+            _print_tricks(results, f"{len(results)} tricks for {label}")
+        return
+    from kb.store import EmptyKnowledgeBaseError
+    from retrieval.profile import TaskSetupError, profile_task
+    from retrieval.retriever import HierarchicalRetriever
+
+    try:
+        profile = profile_task(task_dir)
+        retriever = HierarchicalRetriever(base)
+        query = retriever.analyse(profile=profile)
+        found = retriever.retrieve(query, k=k, stage=stage, exclude_competitions=exclude_competition)
+        found_papers = retriever.retrieve(query, k=papers, kind="paper") if papers else []
+    except (TaskSetupError, EmptyKnowledgeBaseError) as error:
+        raise CasebookError(str(error)) from None
     if as_json:
-        _print_json({"label": label, "tricks": [r.to_dict() for r in results]})
-    else:
-        _print_tricks(results, f"{len(results)} tricks for {label}")
+        _print_json({"task": profile.name, "labels": list(query.labels), "competition": query.competition,
+                     "tricks": [r.to_dict() for r in found], "papers": [r.to_dict() for r in found_papers]})
+        return
+    out.print(f"[bold]{profile.name}[/]: {profile.modality}, {profile.task_type} of {profile.target!r} "
+              f"by {profile.metric}; labels: " + " > ".join(query.labels)
+              + (f"; leaving out {query.competition}" if query.competition else ""), highlight=False)
+    _print_tricks([ScoredTrick(r.trick, r.score) for r in found], f"{len(found)} tricks")
+    if found_papers:
+        _print_tricks([ScoredTrick(r.trick, r.score) for r in found_papers], f"{len(found_papers)} papers")
+
+
+@main.command(name="eval")
+@click.option("--queries", type=click.Path(dir_okay=False), default=None,
+              help="Labelled query set (default: data/eval/queries.jsonl).")
+@click.option("-k", type=int, default=10, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary and per-query rows as JSON.")
+@click.pass_context
+def evaluate_command(ctx, queries, k, as_json):
+    """Label accuracy, P@5, R@10, nDCG@10 and leak rate: hierarchical retrieval vs plain dense."""
+    from kb.store import EmptyKnowledgeBaseError
+    from retrieval.evaluation import DEFAULT_QUERIES, EvalQuery, EvalSetError, evaluate
+    from retrieval.retriever import HierarchicalRetriever
+
+    try:
+        loaded = EvalQuery.load_all(queries or DEFAULT_QUERIES)
+        result = evaluate(HierarchicalRetriever(_open(ctx)), loaded, k)
+    except (EvalSetError, EmptyKnowledgeBaseError) as error:
+        raise CasebookError(str(error)) from None
+    if as_json:
+        _print_json(result)
+        return
+    summary = result["summary"]
+    table = Table(title=f"retrieval on {summary['queries']} queries")
+    for column in ("method", "P@5", "R@10", "nDCG@10", "leak rate"):
+        table.add_column(column, justify="right")
+    for name in ("hierarchical", "dense"):
+        row = summary[name]
+        table.add_row(name, f"{row['precision@5']:.3f}", f"{row['recall@10']:.3f}", f"{row['ndcg@10']:.3f}",
+                      f"{row['leak_rate']:.2f}")
+    out.print(table)
+    out.print(f"label accuracy: top-level {summary['label_accuracy_top']:.1%}, subcategory "
+              f"{summary['label_accuracy_sub']:.1%}; nDCG@10 gain over dense {summary['ndcg_gain']:+.1%}",
+              highlight=False)
 
 
 @main.command()

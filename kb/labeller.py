@@ -71,6 +71,10 @@ class HierarchicalLabeller:
         }
 
     @cached_property
+    def taxonomy_names(self) -> frozenset[str]:
+        return frozenset(label.name for label in self.taxonomy.labels)
+
+    @cached_property
     def _vectors(self) -> dict[str, np.ndarray]:
         labels = self.taxonomy.labels
         texts = [self.describe(label) for label in labels]

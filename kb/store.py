@@ -350,3 +350,17 @@ class KnowledgeBase:
             ).fetchone()[0],
             "with_recipe": db["tricks"].count_where("recipe IS NOT NULL"),
         }
+
+    def label_scores(self, ids: Sequence[str], label: str) -> dict[str, float]:
+        """Labeller evidence that each trick carries `label` (a "Top / Sub" or a top-level)."""
+        column = "label" if SEPARATOR in label else "top"
+        found: dict[str, float] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            rows = self.catalog.execute(
+                f"SELECT trick_id, MAX(score) FROM trick_labels WHERE {column} = ? "
+                f"AND trick_id IN ({','.join('?' * len(chunk))}) GROUP BY trick_id",
+                [label, *chunk],
+            )
+            found.update({trick_id: float(score) for trick_id, score in rows})
+        return found
