@@ -23,7 +23,7 @@ import numpy as np
 from agent.engine import Dataset, compile_spec, cross_validate, fit_and_predict
 from agent.models import Trainer, default_steps, lookup_trainer, trainer_registry
 from agent.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run_isolated
-from agent.spec import ModelSpec, SolutionSpec, Step, ValidationSpec
+from agent.spec import ModelSpec, SolutionSpec, SpecError, Step, ValidationSpec
 from agent.steps import StepOp
 from agent.verifier import (
     DeterministicVerifier,
@@ -187,9 +187,15 @@ class AgenticAutoML:
         def attempt(candidate: SolutionCandidate, phase: str) -> bool:
             """Evaluate, verify and record one candidate; True when it became the best."""
             nonlocal best
-            spec = candidate.to_spec(self.trainers, validation)
-            time_limit = min(self.candidate_time_limit, deadline - time.monotonic())
-            evidence = self._evaluate(spec, dataset, time_limit)
+            try:
+                spec = candidate.to_spec(self.trainers, validation)
+            except SpecError as error:  # e.g. a proposer naming a trainer nobody registered
+                spec = SolutionSpec(tuple(candidate.steps or ()), ModelSpec(candidate.trainer, dict(candidate.params)),
+                                    candidate.target_transform, validation)
+                evidence = Evidence("error", error=f"SpecError: {error}", ignored_files=dataset.ignored_files)
+            else:
+                time_limit = min(self.candidate_time_limit, deadline - time.monotonic())
+                evidence = self._evaluate(spec, dataset, time_limit)
             verdict = self.verifier.verify(evidence, baseline_score, info)
             improved = verdict.valid and (best is None or verdict.score > best.score)
             record = AttemptRecord(len(attempts), phase, candidate, spec, evidence, verdict,
@@ -230,8 +236,11 @@ class AgenticAutoML:
         )
         if best is None:
             return run
+        # The refit must happen even when the budget is spent: it gets what is left, but at least as long as
+        # the best candidate's whole cross-validation took (one fit on all rows costs less than that).
+        refit_limit = min(self.candidate_time_limit, max(deadline - time.monotonic(), best.evidence.elapsed))
         refit = run_isolated(_refit_job, best.spec, dataset, self._trainers_for(best.spec), self.steps,
-                             self.random_state, limits=Limits(self.candidate_time_limit, self.memory_limit))
+                             self.random_state, limits=Limits(refit_limit, self.memory_limit))
         model, prediction = refit.value if refit.ok else (None, None)
         return replace(run, best_candidate=best.candidate, best_score=best.score, best_spec=best.spec, model=model,
                        test_prediction=prediction, refit_error=refit.error)

@@ -7,11 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from retrieval.metrics import metric_info
+
 RUN_FILE = "run.json"
 TRACE_FILE = "trace.jsonl"
 REPORT_FILE = "report.html"
 
-_WIDTH, _HEIGHT, _PAD = 720, 300, 48
+_WIDTH, _HEIGHT, _PAD = 760, 320, 64
 
 
 class RunDirError(ValueError):
@@ -72,26 +74,37 @@ Settings: {html.escape(settings)}.</p>
 
 
 def score_plot(attempts: list[dict[str, Any]], baseline: float, metric: str) -> str:
-    """CV score of each attempt against the time it finished; failed attempts marked on the axis."""
-    finished = [(a["started"] + a["seconds"], a) for a in attempts]
+    """CV score of each attempt against the time it finished, the best so far as a step line, failures as ×."""
+    greater_is_better = metric_info(metric).greater_is_better
+    finished = sorted(((a["started"] + a["seconds"], a) for a in attempts), key=lambda item: item[0])
     scored = [(t, a["cv_score"], a) for t, a in finished if a["cv_score"] is not None]
-    values = [value for _, value, _ in scored] + [baseline]
-    low, high = min(values), max(values)
-    span = (high - low) or 1.0
+    values = [value for _, value, _ in scored] or [baseline]
+    margin = max(max(values) - min(values), 1e-3) * 0.08
+    low, high = min(values) - margin, max(values) + margin
     end = max([t for t, _ in finished] + [1.0])
 
     def x(seconds: float) -> float:
         return _PAD + seconds / end * (_WIDTH - 2 * _PAD)
 
     def y(value: float) -> float:
-        return _HEIGHT - _PAD - (value - low) / span * (_HEIGHT - 2 * _PAD)
+        return _HEIGHT - _PAD - (value - low) / (high - low) * (_HEIGHT - 2 * _PAD)
 
-    marks = [f'<line x1="{_PAD}" y1="{y(baseline):.1f}" x2="{_WIDTH - _PAD}" y2="{y(baseline):.1f}" '
-             f'stroke="#999" stroke-dasharray="4 4"/><text x="{_WIDTH - _PAD}" y="{y(baseline) - 4:.1f}" '
-             f'text-anchor="end" font-size="11" fill="#777">baseline {baseline:.4f}</text>']
-    best_path = [(x(t), y(value)) for t, value, a in scored if a["improved"]]
-    if best_path:
-        points = " ".join(f"{px:.1f},{py:.1f}" for px, py in best_path)
+    marks = []
+    if low <= baseline <= high:
+        marks.append(f'<line x1="{_PAD}" y1="{y(baseline):.1f}" x2="{_WIDTH - _PAD}" y2="{y(baseline):.1f}" '
+                     'stroke="#999" stroke-dasharray="4 4"/>')
+    marks.append(f'<text x="{_WIDTH - _PAD}" y="{_PAD - 8}" text-anchor="end" font-size="11" fill="#777">'
+                 f'trivial baseline {baseline:.4f}{"" if low <= baseline <= high else " (off this scale)"}</text>')
+    best_points, best = [], None
+    for t, value, attempt in scored:
+        if attempt["valid"] and (best is None or (value > best if greater_is_better else value < best)):
+            if best is not None:
+                best_points.append((x(t), y(best)))
+            best = value
+            best_points.append((x(t), y(best)))
+    if best_points:
+        best_points.append((x(end), best_points[-1][1]))
+        points = " ".join(f"{px:.1f},{py:.1f}" for px, py in best_points)
         marks.append(f'<polyline points="{points}" fill="none" stroke="#176b2c" stroke-width="1.5"/>')
     for t, value, attempt in scored:
         colour = "#176b2c" if attempt["valid"] else "#d08a00"
@@ -102,14 +115,15 @@ def score_plot(attempts: list[dict[str, Any]], baseline: float, metric: str) -> 
             label = html.escape(f"#{attempt['index']} {attempt['trainer']}: {attempt['verdict']}")
             marks.append(f'<text x="{x(t):.1f}" y="{_HEIGHT - _PAD + 4}" text-anchor="middle" fill="#a61b1b" '
                          f'font-size="14">×<title>{label}</title></text>')
+    ticks = "".join(f'<text x="{_PAD - 4}" y="{y(value) + 4:.1f}" text-anchor="end" font-size="10">{value:.4f}</text>'
+                    for value in (low + margin, (low + high) / 2, high - margin))
     axes = (f'<line x1="{_PAD}" y1="{_HEIGHT - _PAD}" x2="{_WIDTH - _PAD}" y2="{_HEIGHT - _PAD}" stroke="#333"/>'
             f'<line x1="{_PAD}" y1="{_PAD}" x2="{_PAD}" y2="{_HEIGHT - _PAD}" stroke="#333"/>'
             f'<text x="{_WIDTH / 2}" y="{_HEIGHT - 10}" text-anchor="middle" font-size="12">seconds since start '
-            f'(0 to {end:.0f})</text>'
-            f'<text x="14" y="{_HEIGHT / 2}" font-size="12" transform="rotate(-90 14 {_HEIGHT / 2})" '
-            f'text-anchor="middle">CV {html.escape(metric)}</text>'
-            f'<text x="{_PAD - 4}" y="{y(high) + 4:.1f}" text-anchor="end" font-size="10">{high:.4g}</text>'
-            f'<text x="{_PAD - 4}" y="{y(low) + 4:.1f}" text-anchor="end" font-size="10">{low:.4g}</text>')
+            f'(0 to {end:.0f}); line: best verified so far; ×: failed attempt</text>'
+            f'<text x="12" y="{_HEIGHT / 2}" font-size="12" transform="rotate(-90 12 {_HEIGHT / 2})" '
+            f'text-anchor="middle">CV {html.escape(metric)} ({"higher" if greater_is_better else "lower"} is better)</text>'
+            + ticks)
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{_HEIGHT}" '
             f'role="img" aria-label="CV score over time">{axes}{"".join(marks)}</svg>')
 

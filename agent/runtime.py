@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+# Most estimator imports below are for the model source that solution.py's build_model() evaluates.
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.compose import ColumnTransformer, TransformedTargetRegressor, make_column_selector
 from sklearn.dummy import DummyClassifier, DummyRegressor

@@ -46,7 +46,7 @@ def test_linear_preprocessing_gives_a_complete_numeric_matrix(house_prices):
 
 
 def test_log_target_fits_logs_and_predicts_prices(house_prices):
-    spec = SolutionSpec(TREE_STEPS, ModelSpec("hist_gradient_boosting", {"max_iter": 40}), Step("log_target"),
+    spec = SolutionSpec(TREE_STEPS, ModelSpec("random_forest", {"n_estimators": 40}), Step("log_target"),
                         ValidationSpec(n_splits=3))
     pipeline = compile_spec(spec, house_prices.compile_context(0), TRAINERS)
     scores = cross_validate(pipeline, house_prices, spec)

@@ -81,11 +81,13 @@ def test_max_iterations_bounds_only_reflections(attrition):
 
 
 def test_failing_candidates_score_minus_infinity_and_never_abort(attrition):
-    seeds = [SolutionCandidate(name) for name in ("crashes", "hogs_memory", "dies", "scores_nan")] + [LINEAR]
+    seeds = [SolutionCandidate(name) for name in ("crashes", "hogs_memory", "dies", "scores_nan", "no_such_trainer")]
+    seeds.append(LINEAR)
     run = automl(SequenceProposer(seed=seeds), max_iterations=0, memory_limit=3 * 1024**3).solve(attrition)
-    failed = run.attempts[:4]
+    failed = run.attempts[:5]
     assert all(attempt.score == -math.inf and not attempt.verdict.valid for attempt in failed)
-    assert [attempt.evidence.status for attempt in failed] == ["error", "memory", "crashed", "error"]
+    assert [attempt.evidence.status for attempt in failed] == ["error", "memory", "crashed", "error", "error"]
+    assert "unknown trainer 'no_such_trainer'" in failed[4].verdict.reason
     assert "RuntimeError: this candidate always crashes" in failed[0].error
     assert failed[0].verdict.reason == "failed (error): RuntimeError: this candidate always crashes"
     assert "NaN" in failed[3].verdict.reason  # the metric refuses NaN predictions
@@ -156,3 +158,11 @@ def test_test_set_prediction_from_the_refit_model():
     run = automl(SequenceProposer(seed=[LINEAR]), max_iterations=0).solve(dataset)
     assert dataset.metric == "accuracy" and run.test_prediction.shape == (len(test),)
     assert set(np.unique(run.test_prediction)) <= {0, 1, 2}
+
+
+def test_time_budget_bounds_the_run_and_the_candidates_in_it(attrition):
+    proposer = SequenceProposer(seed=[SolutionCandidate("hangs"), LINEAR], reflections=[FOREST])
+    run = automl(proposer, time_budget=3, candidate_time_limit=600).solve(attrition)
+    (attempt,) = run.attempts  # the hang used the whole budget, so the linear seed never started
+    assert attempt.evidence.status == "timeout" and "timed out after 3 s" in attempt.error
+    assert run.stop_reason == "time budget used up during the seed population"
