@@ -123,8 +123,8 @@ def measure_cli(home: Path, repeats: int = 5) -> float:
     return statistics.median(walls)
 
 
-def write_results(out: Path, section: str) -> None:
-    heading = "## Knowledge base (issue 2)"
+def write_section(out: Path, heading: str, section: str) -> None:
+    """Replace (or append) one `## ...` section of RESULTS.md, leaving the others alone."""
     text = out.read_text() if out.exists() else "# Benchmark results\n"
     pattern = re.compile(re.escape(heading) + r".*?(?=\n## |\Z)", re.S)
     text = pattern.sub(lambda _: section.rstrip() + "\n", text) if heading in text else text.rstrip() + "\n\n" + section
@@ -163,7 +163,7 @@ def main() -> None:
               "In-process latencies include embedding the query text (`kb query`); `kb tricks --task-type` "
               "reads the sqlite catalog only.", ""]
     section = "\n".join(lines)
-    write_results(args.out, section)
+    write_section(args.out, "## Knowledge base (issue 2)", section)
     print(section)
 
 

@@ -35,6 +35,9 @@ class LabellerSettings:
     # comes this close to it, with enough cues, is the more specific label and goes first.
     specific_ratio: float = 0.75
     generic_top: str = "General Machine Learning"
+    # Only data modalities outrank General ML this way; domains (recommenders, RL...) must win outright.
+    modalities: tuple[str, ...] = ("Natural Language Processing", "Computer Vision", "Sequential Modeling",
+                                   "Signal Processing", "Cross-Modal Processing", "Graph Learning")
     max_labels: int = 3
 
 
@@ -123,7 +126,7 @@ class HierarchicalLabeller:
         if tops[0][2].name == self.settings.generic_top:
             specific = next(
                 (item for item in tops[1:] if item[0] >= self.settings.specific_ratio * best
-                 and item[1] >= self.settings.second_top_min_cues),
+                 and item[1] >= self.settings.second_top_min_cues and item[2].name in self.settings.modalities),
                 None,
             )
             if specific is not None:

@@ -7,6 +7,8 @@ and a rare positive class adds Imbalanced Classification.
 
 from __future__ import annotations
 
+import re
+
 from kb.competitions import from_name, from_text
 from kb.labeller import HierarchicalLabeller
 from kb.taxonomy import SEPARATOR, top_of
@@ -14,6 +16,7 @@ from retrieval.metrics import parse_metric
 from retrieval.profile import TaskProfile
 
 MAX_LABELS = 4
+_REGRESSION_WORDS = re.compile(r"\b(regression|price|amount|continuous|rmse|rmsle|mae|r2|how much|how many)\b", re.I)
 IMBALANCE_SHARE = 0.1
 GENERAL = "General Machine Learning"
 _BY_TASK_TYPE = {"binary": f"{GENERAL} / Classification", "multiclass": f"{GENERAL} / Classification",
@@ -59,6 +62,12 @@ def task_labels(labeller: HierarchicalLabeller, description: str, profile: TaskP
     # the metric says classification or regression: correct the General-ML subcategory to match
     found = [general if general and top_of(label) == GENERAL and label in _BY_TASK_TYPE.values() else label
              for label in found]
+    # A task's General-ML label is its task type; Imbalanced, Multi-label etc. qualify it and go after.
+    first_general = next((i for i, label in enumerate(found) if top_of(label) == GENERAL), None)
+    if first_general is not None and found[first_general] not in _BY_TASK_TYPE.values():
+        implied = general or (_BY_TASK_TYPE["regression"] if _REGRESSION_WORDS.search(text)
+                              else _BY_TASK_TYPE["binary"])
+        found.insert(first_general, implied)
     ordered: list[str] = []
     if profile is not None:
         if profile.modality.startswith("tabular") and general:

@@ -17,7 +17,7 @@ from kb.labeller import HierarchicalLabeller
 from kb.models import Trick
 from kb.store import KnowledgeBase
 from retrieval.analysis import task_competition, task_labels, task_text
-from retrieval.profile import TaskProfile
+from retrieval.profile import TaskProfile, TaskSetupError
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,10 @@ class HierarchicalRetriever:
     def analyse(self, description: str = "", profile: TaskProfile | None = None,
                 competition: str | None = None) -> TaskQuery:
         description = description or (profile.description if profile else "")
+        if not description.strip():
+            where = f"{profile.task_dir}/description.md" if profile else "the task description"
+            raise TaskSetupError(f"{where} is empty: retrieval needs the task's goal; write a few sentences "
+                                 "(what to predict, the data, the metric)")
         labels = task_labels(self.labeller, description, profile)
         return TaskQuery(task_text(description, profile), tuple(labels),
                          competition or task_competition(description, profile), profile)
@@ -104,8 +108,9 @@ class HierarchicalRetriever:
 
     def dense(self, query: TaskQuery, *, k: int = 10, kind: str = "solution",
               exclude_competitions: Sequence[str] = ()) -> list[RetrievedTrick]:
-        """Plain dense retrieval over the same store: the baseline the evaluation compares against."""
-        excluded = [c for c in (query.competition, *exclude_competitions) if c]
+        """Plain dense retrieval over the same store, the evaluation's baseline: no labels, and no
+        same-competition filter unless competitions are passed explicitly."""
+        excluded = [c for c in exclude_competitions if c]
         vector = self.kb.embedder.embed([query.text[:2000]])[0]
         return [RetrievedTrick(h.trick, h.score, "", -1, h.score, 0.0)
                 for h in self.kb.search(vector, k, kind=kind, exclude_competitions=excluded)]
