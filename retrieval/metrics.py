@@ -31,8 +31,8 @@ class MetricInfo:
 METRICS: tuple[MetricInfo, ...] = (
     MetricInfo("rmsle", "RMSE of log values", False, False, REGRESSION,
                r"\bRMSLE\b|root[- ]mean[- ]squared?[- ]log(arithmic)?[- ]error"
-               # "RMSE between the logarithm of ...", within one sentence (a dot inside a link is no sentence end).
-               r"|(root[- ]mean[- ]squared?[- ]error|\bRMSE\b)(?:[^.]|\.(?=\S)){0,120}?\blog"),
+               # "RMSE between the logarithm of ...", within one sentence (a dot before a non-space is no sentence end).
+               r"|(root[- ]mean[- ]squared?[- ]error|\bRMSE\b)(?:[^.]|\.(?=\S)){0,80}?\blog"),
     MetricInfo("mape", "mean absolute percentage error", False, False, REGRESSION,
                r"mean absolute percentage error|\bMAPE\b"),
     MetricInfo("rmse", "root mean squared error", False, False, REGRESSION,
@@ -75,6 +75,7 @@ _ALIASES = {
     "balancedaccuracy": "balanced_accuracy", "acc": "accuracy",
 }
 
+_MARKDOWN_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 # Headings under which a description states how submissions are scored.
 _EVALUATION_HEADING = re.compile(r"^#+\s*(evaluation|metric|scoring)", re.IGNORECASE | re.MULTILINE)
 
@@ -96,7 +97,8 @@ def metric_info(name: str) -> MetricInfo:
 
 
 def evaluation_text(description: str) -> str:
-    """The description's evaluation section when it has one, else the whole text."""
+    """The description's evaluation section when it has one, else the whole text; markdown links keep their text."""
+    description = _MARKDOWN_LINK.sub(r"\1", description)
     heading = _EVALUATION_HEADING.search(description)
     if heading is None:
         return description

