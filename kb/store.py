@@ -22,7 +22,7 @@ import numpy as np
 import sqlite_utils
 
 from kb.config import resolve_home
-from kb.embedding import CasebookEmbeddingFunction, Embedder, default_embedder
+from kb.embedding import Embedder, default_embedder
 from kb.models import ScoredTrick, Trick
 from kb.taxonomy import SEPARATOR, Taxonomy, load_taxonomy
 
@@ -98,6 +98,8 @@ class KnowledgeBase:
     def collection(self):
         import chromadb
         from chromadb.config import Settings
+
+        from kb.chroma import CasebookEmbeddingFunction
 
         client = chromadb.PersistentClient(
             path=str(self.home / "chroma"), settings=Settings(anonymized_telemetry=False)
