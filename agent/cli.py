@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -16,12 +15,14 @@ from agent.engine import DatasetError
 from agent.loop import AttemptRecord
 from agent.render import NotRenderableError
 from agent.report import RunDirError, read_run, write_report
-from agent.solve import RunFolderError, SolveSettings, default_out_dir, solve_task
+from agent.solve import KnowledgeBaseMissing, RunFolderError, SolveSettings, default_out_dir, solve_task
+from agent.tree import Node
 from agent.spec import SpecError
 from kb.config import resolve_home
 from retrieval.profile import TaskProfile, TaskSetupError, profile_task
 
-_USER_ERRORS = (TaskSetupError, DatasetError, SpecError, RunDirError, RunFolderError, NotRenderableError)
+_USER_ERRORS = (TaskSetupError, DatasetError, SpecError, RunDirError, RunFolderError, NotRenderableError,
+                KnowledgeBaseMissing)
 
 
 def _fail(error: Exception) -> None:
@@ -44,12 +45,14 @@ def main(ctx: click.Context, home: str | None) -> None:
 @click.option("--id", "id_column", default=None, help="Id column (default: inferred).")
 @click.option("--metric", default=None, help="Metric name, e.g. roc_auc, rmse, rmsle (default: from description.md).")
 @click.option("--use-kb", is_flag=True,
-              help="Record that the knowledge base should guide the run. Knowledge-driven proposals arrive in a "
-                   "later issue: for now the flag is recorded and the knowledge-free proposer runs.")
+              help="Let the knowledge base at --home guide the tree search: drafts composed from retrieved tricks, "
+                   "improvements that apply one trick at a time. Without it the search uses built-in changes only.")
 @click.option("--time-budget", type=click.FloatRange(min=1), default=900.0, show_default=True,
               help="Seconds for the whole solve.")
 @click.option("--steps", type=click.IntRange(min=0), default=8, show_default=True,
-              help="Reflection rounds after the seed population.")
+              help="Tree-search steps (improve / debug / draft) after the initial drafts.")
+@click.option("--num-drafts", type=click.IntRange(min=1), default=SolveSettings.num_drafts, show_default=True,
+              help="Initial drafts (different model families, or different tricks with --use-kb).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed (runs are deterministic for it).")
 @click.option("--cv", type=click.IntRange(min=2), default=5, show_default=True, help="Cross-validation folds.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -57,7 +60,8 @@ def main(ctx: click.Context, home: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as one JSON object.")
 @click.option("--quiet", is_flag=True, help="No live table of attempts.")
 @click.pass_context
-def solve(ctx, task_dir, target, id_column, metric, use_kb, time_budget, steps, seed, cv, out, as_json, quiet):
+def solve(ctx, task_dir, target, id_column, metric, use_kb, time_budget, steps, num_drafts, seed, cv, out, as_json,
+          quiet):
     """Solve the competition task in TASK_DIR (train.csv, test.csv, description.md, sample_submission.csv).
 
     Writes submission.csv, solution.py, trace.jsonl, run.json and report.html to the run folder;
@@ -69,18 +73,19 @@ def solve(ctx, task_dir, target, id_column, metric, use_kb, time_budget, steps, 
         _fail(error)
     if not as_json:
         click.echo(_describe_setup(profile, ctx.obj["home"] if use_kb else None))
-    settings = SolveSettings(time_budget=time_budget, steps=steps, seed=seed, use_kb=use_kb, cv=cv)
+    settings = SolveSettings(time_budget=time_budget, steps=steps, seed=seed, use_kb=use_kb, cv=cv,
+                             num_drafts=num_drafts)
     out_dir = out or default_out_dir(profile)
-    table = _attempt_table()
+    table = _node_table()
     live = Live(table, console=Console(stderr=True, quiet=quiet or as_json), refresh_per_second=4)
 
-    def show(attempt: AttemptRecord) -> None:
-        _add_attempt_row(table, attempt)
+    def show(node: Node, attempt: AttemptRecord) -> None:
+        _add_node_row(table, node, attempt)
         live.refresh()
 
     try:
         with live:
-            result = solve_task(profile, settings, out_dir, on_attempt=show)
+            result = solve_task(profile, settings, out_dir, on_node=show, kb_home=ctx.obj["home"])
     except _USER_ERRORS as error:
         _fail(error)
     run = result.run
@@ -126,20 +131,19 @@ def _describe_setup(profile: TaskProfile, kb_home: Path | None) -> str:
         f"  task type {profile.task_type}  [{inferred.get('task_type', '')}]",
     ]
     if kb_home is not None:
-        lines.append(f"  knowledge base {kb_home} (recorded only; knowledge-driven proposals arrive in a later issue)")
+        lines.append(f"  knowledge base {kb_home} (drafts and improvements from retrieved tricks)")
     return "\n".join(lines)
 
 
-def _attempt_table() -> Table:
-    table = Table(title="attempts")
-    for header in ("#", "phase", "trainer", "CV score", "verdict", "s"):
+def _node_table() -> Table:
+    table = Table(title="solution tree")
+    for header in ("node", "parent", "action", "trainer", "CV score", "status", "s", "plan"):
         table.add_column(header)
     return table
 
 
-def _add_attempt_row(table: Table, attempt: AttemptRecord) -> None:
-    value = attempt.evidence.metric_value
-    style = "bold green" if attempt.improved else ("" if attempt.verdict.valid else "red")
-    table.add_row(str(attempt.index), attempt.phase, attempt.candidate.trainer,
-                  "–" if math.isnan(value) else f"{value:.4f}", attempt.verdict.reason, f"{attempt.evidence.elapsed:.1f}",
-                  style=style)
+def _add_node_row(table: Table, node: Node, attempt: AttemptRecord) -> None:
+    style = "bold green" if attempt.improved else ("" if node.valid else "red")
+    table.add_row(str(node.id), "–" if node.parent_id is None else str(node.parent_id), node.action,
+                  node.candidate.trainer, "–" if node.metric is None else f"{node.metric:.4f}", node.status,
+                  f"{node.elapsed:.1f}", node.plan[:90], style=style)

