@@ -1,4 +1,4 @@
-"""report.html for a run folder: score over time (inline SVG, nothing fetched) and the attempt table."""
+"""report.html for a run folder: score over time (inline SVG, nothing fetched), the solution tree and the attempt table."""
 
 from __future__ import annotations
 
@@ -57,6 +57,9 @@ table {{ border-collapse: collapse; font-size: 0.9em; }}
 td, th {{ border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }}
 tr.valid td.verdict {{ color: #176b2c; }} tr.invalid td.verdict {{ color: #a61b1b; }}
 tr.best {{ background: #eef7ee; }} small {{ color: #666; }}
+ul.tree, ul.tree ul {{ list-style: none; padding-left: 1.4em; border-left: 1px dotted #bbb; }}
+ul.tree li {{ margin: 3px 0; }} .node-valid {{ color: #176b2c; }} .node-buggy {{ color: #a61b1b; }}
+.node-dead {{ color: #777; text-decoration: line-through; }} .node-best {{ background: #eef7ee; font-weight: bold; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1>
 <p><b>{html.escape(run['summary'])}</b></p>
@@ -67,6 +70,7 @@ Settings: {html.escape(settings)}.</p>
 {''.join(f'<p><small>{html.escape(note)}</small></p>' for note in run.get('notes', []))}
 <h2>Score over time</h2>
 {score_plot(attempts, run['baseline'], task['metric'])}
+{tree_section(attempts, task['metric'])}
 <h2>Attempts</h2>
 {attempt_table(attempts)}
 </body></html>
@@ -147,3 +151,37 @@ def attempt_table(attempts: list[dict[str, Any]]) -> str:
             f'<td>{"<br>".join(html.escape(detail) for detail in details if detail)}</td></tr>'
         )
     return f"<table>{header}{''.join(rows)}</table>"
+
+
+def tree_section(attempts: list[dict[str, Any]], metric: str) -> str:
+    """The solution tree as nested lists: each node's action, model, CV score, status, plan and trick."""
+    nodes = [attempt for attempt in attempts if "node_id" in attempt]
+    if not nodes:
+        return ""
+    greater_is_better = metric_info(metric).greater_is_better
+    valid = [node for node in nodes if node["valid"] and node["cv_score"] is not None]
+    best = (max if greater_is_better else min)(valid, key=lambda node: node["cv_score"])["node_id"] if valid else None
+    children: dict[Any, list[dict[str, Any]]] = {}
+    for node in nodes:
+        children.setdefault(node["parent_id"], []).append(node)
+
+    def item(node: dict[str, Any]) -> str:
+        score = "–" if node["cv_score"] is None else f"{node['cv_score']:.4f}"
+        status = node.get("node_status", "valid" if node["valid"] else "buggy")
+        classes = f"node-{status}" + (" node-best" if node["node_id"] == best else "")
+        trick = node.get("trick")
+        trick_text = ""
+        if trick:
+            origin = trick.get("competition") or trick.get("source") or ""
+            trick_text = f"<br><small>trick {html.escape(str(trick['id']))}: {html.escape(trick.get('title') or '')}" \
+                         f" ({html.escape(origin)})</small>"
+        error = f"<br><small>{html.escape(node['error'].strip().splitlines()[-1])}</small>" if node["error"] else ""
+        below = "".join(item(child) for child in children.get(node["node_id"], []))
+        return (f'<li><span class="{classes}">#{node["node_id"]} {html.escape(node["action"])} · '
+                f'{html.escape(node["trainer"])} · {score} · {html.escape(status)}</span> '
+                f'<small>{html.escape(node["plan"])}</small>{trick_text}{error}'
+                f'{f"<ul>{below}</ul>" if below else ""}</li>')
+
+    roots = "".join(item(node) for node in children.get(None, []))
+    return (f"<h2>Solution tree</h2><p><small>{len(nodes)} nodes; best verified node highlighted; struck through: "
+            f"dead (still failing at the maximum debug depth).</small></p><ul class=\"tree\">{roots}</ul>")

