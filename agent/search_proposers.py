@@ -423,63 +423,75 @@ class KnowledgeTreeProposer:
         match = map_trick(text, embedder=self.embedder)
         return None if match is None else {"op": match.op, "params": dict(match.params)}
 
-    def _apply(self, option: _Option, candidate: SolutionCandidate) -> SolutionCandidate | None:
+    def _apply(self, option: _Option, candidate: SolutionCandidate) -> tuple[SolutionCandidate, str] | None:
+        """The candidate with the trick's recipe applied, and a note when the trick's own parameters did not fit."""
+        note = ""
         try:
             changed = option.recipe.apply(candidate, option.trick.params or None)
-        except Exception:  # noqa: BLE001 - params the recipe refuses: retry at its defaults
+        except Exception as error:  # noqa: BLE001 - params the recipe refuses: retry at its defaults
             try:
                 changed = option.recipe.apply(candidate, None)
             except Exception:  # noqa: BLE001 - a recipe that cannot change this candidate is skipped
                 return None
-        return changed if candidate_key(changed) != candidate_key(candidate) else None
+            note = f" (at the recipe's defaults: {str(error).splitlines()[0][:120]})"
+        if changed.trainer not in self.trainers or candidate_key(changed, self.trainers) == candidate_key(
+                candidate, self.trainers):
+            return None
+        return changed, note
 
     # ---- draft: a model family, plus tricks no other draft took
 
     def draft(self, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
         options = self.options(profile)
-        taken = {node.trick.id for node in journal.draft_nodes if node.trick is not None}
+        taken = {trick_id for node in journal.draft_nodes if node.trick is not None for trick_id in node.trick.ids}
         models = [o for o in options if o.recipe.kind == "model"]
         others = [o for o in options if o.recipe.kind != "model"]
         drafted = {node.candidate.trainer for node in journal.draft_nodes}
-        for option in models:  # a retrieved model trick decides the family of a draft
+        for option in models:  # a retrieved model trick decides (or tunes) the model of a draft
             if option.trick.id in taken:
                 continue
-            base = self._apply(option, SolutionCandidate("hist_gradient_boosting", {}, "",
-                                                         steps_for("hist_gradient_boosting", self.trainers)))
-            if base is None or base.trainer in drafted or base.trainer not in self.trainers:
+            start = self.builtin.base_candidate("hist_gradient_boosting", profile)
+            applied = self._apply(option, start)
+            if applied is None:
                 continue
-            base = replace(base, steps=steps_for(base.trainer, self.trainers)) if base.trainer != "hist_gradient_boosting" \
-                else base
-            return self._compose(profile, journal, base, [option], others, taken)
+            base, note = applied
+            if base.trainer in drafted:
+                continue
+            if base.trainer != start.trainer:  # a new family gets its own preprocessing
+                base = replace(base, steps=steps_for(base.trainer, self.trainers))
+            proposal = self._compose(journal, base, [(option, note)], others, taken)
+            if proposal is not None:
+                return proposal
         plain = self.builtin.draft(profile, journal, rng)
         if plain is None:
             return None
-        return self._compose(profile, journal, plain.candidate, [], others, taken)
+        return self._compose(journal, plain.candidate, [], others, taken)
 
-    def _compose(self, profile, journal, base, used, others, taken) -> Proposal | None:
-        """Add the best untaken step/target tricks (one per op) to `base`: each draft reads different tricks."""
+    def _compose(self, journal, base, used, others, taken, max_extra: int = 1) -> Proposal | None:
+        """`base` plus up to `max_extra` step/target tricks that no other draft took, so drafts branch differently."""
         candidate, applied = base, list(used)
-        ops = {o.recipe.op for o in used}
+        ops = {o.recipe.op for o, _ in used}
         for option in others:
-            if len(applied) >= 3 or option.trick.id in taken or option.recipe.op in ops:
+            if len(applied) - len(used) >= max_extra:
+                break
+            if option.trick.id in taken or option.recipe.op in ops:
                 continue
-            changed = self._apply(option, candidate)
-            if changed is None:
+            result = self._apply(option, candidate)
+            if result is None:
                 continue
-            candidate, ops = changed, ops | {option.recipe.op}
-            applied.append(option)
+            candidate, ops = result[0], ops | {option.recipe.op}
+            applied.append((option, result[1]))
         if journal.has(candidate_key(candidate, self.trainers), self.trainers):
             return None
-        lead = applied[0].trick if applied else None
-        if applied:
-            reasons = "; ".join(f"{o.recipe.op} from {o.trick.describe()}" for o in applied)
-            plan = f"draft: {candidate.trainer.replace('_', ' ')} composed from retrieved tricks — {reasons}"
-        else:
-            plan = f"draft: {candidate.trainer.replace('_', ' ')} at defaults (no untaken retrieved trick applies)"
-        trick = lead if lead is None or len(applied) == 1 else replace(
-            lead, op="+".join(o.recipe.op for o in applied),
-            title="; ".join(o.trick.title for o in applied)[:300])
-        return Proposal(candidate, plan, trick)
+        family = candidate.trainer.replace("_", " ")
+        if not applied:
+            return Proposal(candidate, f"draft: {family} at defaults (every applicable retrieved trick is taken "
+                                       "by another draft)")
+        reasons = "; ".join(f"{o.recipe.op}{note} from {o.trick.describe()}" for o, note in applied)
+        lead = applied[0][0].trick
+        trick = replace(lead, related=tuple(o.trick.id for o, _ in applied[1:]),
+                        op="+".join(o.recipe.op for o, _ in applied))
+        return Proposal(candidate, f"draft: {family} composed from retrieved tricks — {reasons}", trick)
 
     # ---- improve: one trick, or a built-in change
 
@@ -495,11 +507,12 @@ class KnowledgeTreeProposer:
         for option in self.options(profile):
             if option.trick.id in used or option.trick.id in ineffective:
                 continue
-            changed = self._apply(option, node.candidate)
-            if changed is None or journal.has(candidate_key(changed, self.trainers), self.trainers):
+            result = self._apply(option, node.candidate)
+            if result is None or journal.has(candidate_key(result[0], self.trainers), self.trainers):
                 continue
+            changed, note = result
             plan = (f"improve node {node.id} ({node.candidate.trainer}, {describe_score(node, profile)}): apply "
-                    f"{option.recipe.op} as {option.trick.describe()} suggests")
+                    f"{option.recipe.op}{note} as {option.trick.describe()} suggests")
             return Proposal(changed, plan, option.trick)
         return None
 

@@ -44,7 +44,7 @@ from agent.models import Trainer, default_steps, lookup_trainer
 from agent.render import NotRenderableError, render_model
 from agent.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run_isolated
 from agent.spec import ModelSpec, SolutionSpec, SpecError, Step, ValidationSpec
-from agent.steps import StepOp
+from agent.steps import BUILTIN_STEPS, StepOp
 from agent.verifier import Evidence, Verifier, oriented
 from retrieval.profile import TaskProfile
 
@@ -66,17 +66,22 @@ class AppliedTrick:
     competition: str | None = None
     op: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
+    related: tuple[str, ...] = ()  # further tricks composed with this one in the same step (a draft)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return (self.id, *self.related)
 
     def describe(self) -> str:
         origin = f"competition {self.competition}" if self.competition else (self.source or "the knowledge base")
         return f"trick {self.id} '{self.title or self.op}' ({origin})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "params": dict(self.params)}
+        return {**asdict(self), "params": dict(self.params), "related": list(self.related)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AppliedTrick:
-        return cls(**{**data, "params": dict(data.get("params") or {})})
+        return cls(**{**data, "params": dict(data.get("params") or {}), "related": tuple(data.get("related") or ())})
 
 
 @dataclass(frozen=True)
@@ -156,9 +161,18 @@ def candidate_key(candidate: SolutionCandidate, trainers: Mapping[str, Trainer] 
         steps = default_steps(trainers[candidate.trainer])
     return json.dumps({
         "trainer": candidate.trainer, "params": dict(candidate.params),
-        "steps": None if steps is None else [step.to_dict() for step in steps],
+        "steps": None if steps is None else [_with_step_defaults(step) for step in steps],
         "target_transform": candidate.target_transform.to_dict() if candidate.target_transform else None,
     }, sort_keys=True, default=str)
+
+
+def _with_step_defaults(step: Step) -> dict[str, Any]:
+    """A step with its op's default parameters filled in, so {} and the explicit defaults compare equal."""
+    op = BUILTIN_STEPS.get(step.op)
+    defaults = dict(getattr(op, "defaults", {}) or {})
+    params = {**defaults, **dict(step.params)}
+    return {"op": step.op, "params": {name: list(value) if isinstance(value, tuple) else value
+                                      for name, value in params.items()}}
 
 
 class Journal:
@@ -245,7 +259,7 @@ class Journal:
         used, ineffective = set(), set()
         for ancestor in self.path(node):
             if ancestor.trick is not None:
-                used.add(ancestor.trick.id)
+                used.update(ancestor.trick.ids)
             for child in self.children(ancestor):
                 if child.trick is None or child.action != IMPROVE:
                     continue

