@@ -312,6 +312,23 @@ def remove(ctx, source, as_json):
 
 
 @main.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def rebuild(ctx, as_json):
+    """Recreate the vector index from the sqlite catalog (e.g. after deleting or corrupting chroma/)."""
+    from kb.store import KBLockedError
+
+    try:
+        indexed = _open(ctx).rebuild_index()
+    except KBLockedError as error:
+        raise CasebookError(str(error)) from None
+    if as_json:
+        _print_json({"indexed": indexed})
+    else:
+        out.print(f"indexed {indexed} tricks from the catalog", highlight=False)
+
+
+@main.command()
 @click.pass_context
 def export(ctx):
     """Every trick as one JSON object per line (id, kind, source, competition, title, text, labels, stage, recipe, ...)."""

@@ -202,6 +202,29 @@ class KnowledgeBase:
                 pk="source",
             )
 
+    def rebuild_index(self) -> int:
+        """Recreate the vector index from the catalog (the record); vectors come from the embedding
+        cache, so only texts never embedded before cost model time. Returns tricks indexed."""
+        with self.write_lock():
+            client = self.collection._client
+            client.delete_collection(COLLECTION)
+            self.__dict__.pop("collection", None)
+            by_document: dict[str, list[Trick]] = {}
+            for row in self.catalog["tricks"].rows_where(order_by="document, id"):
+                by_document.setdefault(row["document"], []).append(Trick.from_dict(row))
+            indexed = 0
+            for document, tricks in by_document.items():
+                vectors = self.embedder.embed([t.text for t in tricks])
+                for start in range(0, len(tricks), 2000):
+                    chunk = tricks[start : start + 2000]
+                    self.collection.upsert(
+                        ids=[t.id for t in chunk], embeddings=vectors[start : start + 2000],
+                        documents=[t.text for t in chunk],
+                        metadatas=[self._metadata(document, t) for t in chunk],
+                    )
+                indexed += len(tricks)
+            return indexed
+
     def remove(self, source: str) -> int:
         """Forget a file (or every file under a folder) and its tricks; returns tricks removed."""
         with self.write_lock():

@@ -72,3 +72,22 @@ def test_second_writer_gets_a_clear_message(make_kb, tmp_path):
     assert result.returncode == 2
     assert "is being written by pid" in result.stderr and result.stderr.count("\n") == 1
     assert base.count() == 0
+
+
+def test_index_is_rebuilt_from_the_catalog(make_kb, tmp_path):
+    from kb.store import KnowledgeBase
+
+    source = need(WRITEUPS / "tabular_cases")
+    base = make_kb()
+    ingest([str(source)], base)
+    query = "rotate latitude and longitude coordinates"
+    before = [h.trick.id for h in base.search(query, k=5)]
+    shutil.rmtree(base.home / "chroma")  # the vector index is lost; the catalog is the record
+    fresh = KnowledgeBase(base.home, embedder=base.embedder)
+    result = subprocess.run([sys.executable, "-m", "kb", "--home", str(base.home), "rebuild", "--json"],
+                            cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert f'"indexed": {fresh.count()}' in result.stdout
+    reopened = KnowledgeBase(base.home, embedder=base.embedder)
+    assert reopened.collection.count() == reopened.count()
+    assert [h.trick.id for h in reopened.search(query, k=5)] == before
