@@ -20,6 +20,11 @@ Trainer = Callable[[Mapping[str, Any], str, int], Any]
 
 N_JOBS = os.cpu_count() or 1
 
+# Trainer parameters that wrap the model rather than reach its constructor:
+#   balance_classes="balanced" (+ max_class_weight): rows weighted so classes weigh alike (runtime.ClassWeighted);
+#   early_stopping_rounds (+ early_stopping_fraction): XGBoost/LightGBM stop on held-out fit rows (runtime.EarlyStopped).
+WRAPPER_PARAMS = ("balance_classes", "max_class_weight", "early_stopping_rounds", "early_stopping_fraction")
+
 _COMMON = ("drop_id_columns", "drop_text_columns", "datetime_parts")
 LINEAR_STEPS = steps_named(*_COMMON, "missing_indicators", "impute_numeric", "impute_categorical", "one_hot", "standard_scale")
 TREE_STEPS = steps_named(*_COMMON, "impute_numeric", "impute_categorical", "ordinal_encoding")
@@ -38,6 +43,8 @@ class EstimatorTrainer:
     regressor_defaults: Mapping[str, Any] = field(default_factory=dict)
     seed_param: str | None = "random_state"
     jobs_param: str | None = None
+    # Early stopping on a held-out share of the fit rows, through an eval_set (XGBoost, LightGBM).
+    eval_set_early_stopping: bool = False
 
     def render(self, params: Mapping[str, Any], task_type: str, random_state: int) -> str:
         classification = task_type in ("binary", "multiclass")
@@ -47,9 +54,29 @@ class EstimatorTrainer:
             arguments[self.seed_param] = random_state
         if self.jobs_param:
             arguments[self.jobs_param] = N_JOBS
+        params = dict(params)
+        wrappers = {name: params.pop(name) for name in WRAPPER_PARAMS if name in params}
         arguments.update(params)
         keywords = ", ".join(f"{name}={value!r}" for name, value in arguments.items())
-        return f"{self.classifier if classification else self.regressor}({keywords})"
+        model = f"{self.classifier if classification else self.regressor}({keywords})"
+        return self._wrapped(model, wrappers, classification, random_state)
+
+    def _wrapped(self, model: str, wrappers: Mapping[str, Any], classification: bool, random_state: int) -> str:
+        """The model inside the wrappers its trainer parameters ask for (see WRAPPER_PARAMS)."""
+        if wrappers.get("early_stopping_rounds") is not None:
+            if not self.eval_set_early_stopping:
+                raise SpecError(f"early_stopping_rounds is for XGBoost/LightGBM trainers, not {self.regressor}; "
+                                "HistGradientBoosting takes early_stopping=True and n_iter_no_change")
+            model = (f"EarlyStopped({model}, rounds={int(wrappers['early_stopping_rounds'])!r}, "
+                     f"validation_fraction={float(wrappers.get('early_stopping_fraction', 0.1))!r}, random_state={random_state!r})")
+        if wrappers.get("balance_classes") is not None:
+            if not classification:
+                raise SpecError("balance_classes is for classification; this is a regression task")
+            mode = wrappers["balance_classes"]
+            if mode != "balanced":
+                raise SpecError(f"balance_classes={mode!r} is not supported; only 'balanced'")
+            model = f"ClassWeighted({model}, mode='balanced', max_weight={float(wrappers.get('max_class_weight', 50.0))!r})"
+        return model
 
     def __call__(self, params: Mapping[str, Any], task_type: str, random_state: int) -> Any:
         return evaluate_source(self.render(params, task_type, random_state))
@@ -77,12 +104,12 @@ def builtin_trainers() -> dict[str, EstimatorTrainer]:
     if _installed("xgboost"):
         trainers["xgboost"] = EstimatorTrainer("XGBClassifier", "XGBRegressor", BOOSTING_STEPS,
                                                {**boosting, "tree_method": "hist"}, {**boosting, "tree_method": "hist"},
-                                               jobs_param="n_jobs")
+                                               jobs_param="n_jobs", eval_set_early_stopping=True)
     if _installed("lightgbm"):
         lightgbm = {"n_estimators": 400, "learning_rate": 0.05, "subsample": 0.8, "subsample_freq": 1,
                     "colsample_bytree": 0.8, "verbose": -1}
         trainers["lightgbm"] = EstimatorTrainer("LGBMClassifier", "LGBMRegressor", BOOSTING_STEPS,
-                                                lightgbm, lightgbm, jobs_param="n_jobs")
+                                                lightgbm, lightgbm, jobs_param="n_jobs", eval_set_early_stopping=True)
     if _installed("catboost"):
         catboost = {"iterations": 500, "verbose": 0}
         trainers["catboost"] = EstimatorTrainer("CatBoostClassifier", "CatBoostRegressor", BOOSTING_STEPS,

@@ -162,6 +162,44 @@ def _log_target(p: Mapping[str, Any], model: str) -> str:
             f"inv_kw_args={{'offset': {offset!r}}}, check_inverse=False))")
 
 
+TEXT_STATS = ("n_chars", "n_words", "n_unique_words", "upper_ratio", "n_digits", "n_punct")
+
+
+def _names(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else [str(name) for name in value]
+
+
+def _pairs(value: Any) -> list[tuple[str, str]] | None:
+    if value is None:
+        return None
+    pairs = [tuple(pair) for pair in value]
+    if any(len(pair) != 2 for pair in pairs):
+        raise SpecError(f"pairs must be [column, column] pairs, got {value!r}")
+    return pairs
+
+
+def _aggs(value: Any) -> tuple[str, ...]:
+    return tuple(_choice("group_stats", "aggs", agg, ("mean", "std", "count", "min", "max", "median")) for agg in value)
+
+
+def _stats(value: Any) -> tuple[str, ...]:
+    return tuple(_choice("text_stats", "stats", stat, TEXT_STATS) for stat in value)
+
+
+def _interaction_ops(value: Any) -> tuple[str, ...]:
+    return tuple(_choice("numeric_interactions", "ops", op, ("sum", "difference", "product")) for op in value)
+
+
+def _tfidf_text(p: Mapping[str, Any], c: CompileContext) -> str:
+    analyzer = _choice("tfidf_text", "analyzer", p["analyzer"], ("word", "char", "char_wb", "word+char"))
+    output = _choice("tfidf_text", "output", p["output"], ("sparse", "dense"))
+    return (f"TfidfText({c.columns_of_kind('text')!r}, analyzer={analyzer!r}, ngram_range={tuple(p['ngram_range'])!r}, "
+            f"max_features={int(p['max_features'])!r}, min_df={p['min_df']!r}, sublinear_tf={bool(p['sublinear_tf'])!r}, "
+            f"output={output!r})")
+
+
 BUILTIN_STEPS: dict[str, SourceStep] = {
     step.name: step
     for step in (
@@ -196,10 +234,86 @@ BUILTIN_STEPS: dict[str, SourceStep] = {
                    fixed={"min_levels": 50, "multiclass": "per_class", "noise": 0.0}),
         SourceStep("standard_scale", lambda p, c: f"on_columns(StandardScaler(with_mean={p['with_mean']!r}), NUMERIC)",
                    {"with_mean": True}),
+        # ---- feature steps: each transformer learns only from the rows it is fitted on (see agent.runtime).
+        SourceStep("drop_constant_columns", lambda p, c: f"DropConstant(max_top_frequency={float(p['max_top_frequency'])!r})",
+                   {"max_top_frequency": 0.999}),
+        SourceStep("winsorize_features",
+                   lambda p, c: f"Winsorize(lower_q={float(p['lower_q'])!r}, upper_q={float(p['upper_q'])!r})",
+                   {"lower_q": 0.01, "upper_q": 0.99}),
+        # Counts come from the fit rows only: fit_on="train_test" would read the test set, so it is refused.
+        SourceStep("frequency_encoding",
+                   lambda p, c: f"FrequencyEncoding(min_levels={int(p['min_levels'])!r}, normalize={bool(p['normalize'])!r}, "
+                                f"numeric={bool(p['numeric'])!r}, keep_original={bool(p['keep_original'])!r})",
+                   {"normalize": True, "min_levels": 10, "numeric": False, "keep_original": True},
+                   fixed={"fit_on": "train"}),
+        SourceStep("rare_level_grouping",
+                   lambda p, c: f"RareLevels(min_count={int(p['min_count'])!r}, other_label={str(p['other_label'])!r})",
+                   {"min_count": 10, "other_label": "__rare__"}),
+        SourceStep("cyclical_encoding", lambda p, c: f"CyclicalEncoding(periods={dict(p['periods'])!r})",
+                   {"periods": {"hour": 24, "dayofweek": 7, "month": 12, "dayofyear": 365}}),
+        SourceStep("split_composite_string",
+                   lambda p, c: f"SplitComposite(column={p['column']!r}, sep={p['sep']!r}, regex={p['regex']!r}, "
+                                f"add_group_size={bool(p['add_group_size'])!r})",
+                   {"column": None, "sep": "auto", "regex": None, "add_group_size": True}),
+        SourceStep("group_stats",
+                   lambda p, c: f"GroupStats(group_cols={_names(p['group_cols'])!r}, agg_cols={_names(p['agg_cols'])!r}, "
+                                f"aggs={_aggs(p['aggs'])!r}, add_diff={bool(p['add_diff'])!r})",
+                   {"group_cols": None, "agg_cols": None, "aggs": ("mean", "std", "count"), "add_diff": True}),
+        # Sparse output for linear models and XGBoost; it comes last, after every other step (see agent.recipes).
+        SourceStep("tfidf_text", _tfidf_text,
+                   {"analyzer": "word", "ngram_range": (1, 2), "max_features": 50000, "min_df": 2, "sublinear_tf": True,
+                    "output": "sparse"}),
+        SourceStep("tfidf_svd",
+                   lambda p, c: f"TfidfSvd({c.columns_of_kind('text')!r}, n_components={int(p['n_components'])!r}, "
+                                f"analyzer={_choice('tfidf_svd', 'analyzer', p['analyzer'], ('word', 'char', 'char_wb'))!r}, "
+                                f"ngram_range={tuple(p['ngram_range'])!r}, max_features={int(p['max_features'])!r}, "
+                                f"random_state={c.random_state!r})",
+                   {"n_components": 64, "analyzer": "word", "ngram_range": (1, 2), "max_features": 20000}),
+        SourceStep("text_stats", lambda p, c: f"TextStats({c.columns_of_kind('text')!r}, stats={_stats(p['stats'])!r})",
+                   {"stats": TEXT_STATS}),
+        SourceStep("numeric_ratios",
+                   lambda p, c: f"NumericPairs('ratio', pairs={_pairs(p['pairs'])!r}, max_pairs={int(p['max_pairs'])!r}, "
+                                f"eps={float(p['eps'])!r})",
+                   {"pairs": None, "max_pairs": 20, "eps": 1e-06}),
+        SourceStep("numeric_interactions",
+                   lambda p, c: f"NumericPairs('interaction', pairs={_pairs(p['pairs'])!r}, max_pairs={int(p['max_pairs'])!r}, "
+                                f"ops={_interaction_ops(p['ops'])!r})",
+                   {"pairs": None, "ops": ("sum", "difference", "product"), "max_pairs": 20}),
+        SourceStep("coordinate_rotation",
+                   lambda p, c: f"CoordinateRotation(lat_col={p['lat_col']!r}, lon_col={p['lon_col']!r}, "
+                                f"angles={tuple(float(a) for a in p['angles'])!r}, add_polar={bool(p['add_polar'])!r})",
+                   {"lat_col": None, "lon_col": None, "angles": (15, 30, 45, 60), "add_polar": True}),
+        SourceStep("quantile_transform",
+                   lambda p, c: f"on_columns(QuantileTransformer(output_distribution="
+                                f"{_choice('quantile_transform', 'output_distribution', p['output_distribution'], ('normal', 'uniform'))!r}, "
+                                f"n_quantiles={int(p['n_quantiles'])!r}, random_state={c.random_state!r}), NUMERIC)",
+                   {"output_distribution": "normal", "n_quantiles": 1000}),
+        SourceStep("log_features", lambda p, c: f"LogSkewed(skew_threshold={float(p['skew_threshold'])!r})",
+                   {"skew_threshold": 0.75}, fixed={"method": "log1p"}),
+        SourceStep("row_missing_count",
+                   lambda p, c: f"RowMissing(add_fraction={bool(p['add_fraction'])!r}, count_zeros={bool(p['count_zeros'])!r})",
+                   {"add_fraction": True, "count_zeros": False}),
+        SourceStep("binning",
+                   lambda p, c: f"Binning(columns={_names(p['columns'])!r}, n_bins={int(p['n_bins'])!r}, "
+                                f"strategy={_choice('binning', 'strategy', p['strategy'], ('quantile', 'uniform'))!r})",
+                   {"columns": None, "n_bins": 10, "strategy": "quantile"}),
+        # Replaces ordinal_encoding for models that split on categories natively; the LightGBM/XGBoost
+        # parameters of the recipe travel to the model (agent.recipes), the step itself only sets the dtype.
+        SourceStep("native_categorical", lambda p, c: f"NativeCategories(max_levels={int(p['max_levels'])!r})",
+                   {"max_levels": 250, "max_cat_to_onehot": 4, "cat_smooth": 10, "min_data_per_group": 50}),
     )
 }
 
-TARGET_OPS: dict[str, TargetOp] = {op.name: op for op in (TargetOp("log_target", _log_target, {"offset": 1.0}),)}
+
+def _power_target(p: Mapping[str, Any], model: str) -> str:
+    method = _choice("power_target", "method", p["method"], ("yeo-johnson", "box-cox"))
+    return f"TransformedTargetRegressor(regressor={model}, transformer=PowerTransformer(method={method!r}))"
+
+
+TARGET_OPS: dict[str, TargetOp] = {
+    op.name: op for op in (TargetOp("log_target", _log_target, {"offset": 1.0}),
+                           TargetOp("power_target", _power_target, {"method": "yeo-johnson"}))
+}
 
 
 def step_op(name: str, extra_steps: Mapping[str, StepOp] | None = None) -> StepOp:
