@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agent.loop import SolutionCandidate
-from agent.models import BOOSTING_STEPS, LINEAR_STEPS, TREE_STEPS, Trainer, default_steps, trainer_registry
+from agent.models import LINEAR_STEPS, TREE_STEPS, Trainer, default_steps, trainer_registry
 from agent.proposer import _LINEAR_VARIATIONS, LOG_TARGET, SEED_TRAINERS, VARIATIONS
 from agent.spec import Step
 from agent.tree import AppliedTrick, Journal, Node, Proposal, candidate_key
@@ -367,7 +367,7 @@ class KnowledgeTreeProposer:
     """Drafts and improvements composed from the tricks retrieved for the task (see the module docstring)."""
 
     def __init__(self, kb, trainers: Mapping[str, Trainer] | None = None, *, trick_prob: float = 0.5, k: int = 40,
-                 retrieved: Sequence[Any] | None = None, embedder=None):
+                 retrieved: Sequence[Any] | None = None, embedder=None, min_mapping_confidence: float = 0.5):
         from agent import recipes  # the executable recipe catalogue; imported here, when knowledge is asked for
 
         self.recipes = recipes
@@ -377,7 +377,8 @@ class KnowledgeTreeProposer:
         self.trick_prob = trick_prob
         self.k = k
         self._retrieved = list(retrieved) if retrieved is not None else None
-        self.embedder = embedder
+        self.embedder = embedder  # for agent.trick_mapping, which maps tricks without a recipe to an op
+        self.min_mapping_confidence = min_mapping_confidence
         self._options: list[_Option] | None = None
 
     # ---- the tricks this task can use
@@ -420,8 +421,13 @@ class KnowledgeTreeProposer:
             from agent.trick_mapping import map_trick
         except ImportError:
             return None
-        match = map_trick(text, embedder=self.embedder)
-        return None if match is None else {"op": match.op, "params": dict(match.params)}
+        try:
+            match = map_trick(text, embedder=self.embedder)
+        except Exception:  # noqa: BLE001 - a trick the mapper cannot read is simply not executable
+            return None
+        if match is None or float(getattr(match, "confidence", 1.0)) < self.min_mapping_confidence:
+            return None
+        return {"op": match.op, "params": dict(match.params or {})}
 
     def _apply(self, option: _Option, candidate: SolutionCandidate) -> tuple[SolutionCandidate, str] | None:
         """The candidate with the trick's recipe applied, and a note when the trick's own parameters did not fit."""
@@ -517,7 +523,5 @@ class KnowledgeTreeProposer:
         return None
 
     def debug(self, node: Node, profile: TaskProfile, rng: random.Random) -> Proposal | None:
-        proposal = self.builtin.debug(node, profile, rng)
-        if proposal is None and node.trick is not None:
-            return None
-        return proposal
+        """Repairs read the failure, with or without knowledge: the built-in diagnosis."""
+        return self.builtin.debug(node, profile, rng)

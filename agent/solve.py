@@ -19,7 +19,6 @@ from typing import Any
 
 from agent.engine import Dataset, submission
 from agent.loop import AgenticAutoML, AttemptRecord, CandidateProposer, EngineeringRun, json_number
-from agent.proposer import VariationProposer
 from agent.render import render_solution
 from agent.report import RUN_FILE, TRACE_FILE, write_report
 from agent.sandbox import DEFAULT_MEMORY_LIMIT
@@ -47,7 +46,7 @@ class SolveSettings:
     seed: int = 0
     use_kb: bool = False
     cv: int = 5
-    patience: int = 3
+    patience: int = 3  # the seed loop only (a CandidateProposer passed to solve_task); the tree search runs its steps
     candidate_time_limit: float = 600.0
     memory_limit: int | None = DEFAULT_MEMORY_LIMIT
     # The tree search's policy (agent.tree.SearchSettings); `steps` counts the steps after the drafts.
@@ -100,7 +99,7 @@ def knowledge_proposer(settings: SolveSettings, home: Path | str | None = None, 
     try:
         from agent.search_proposers import KnowledgeTreeProposer
 
-        return KnowledgeTreeProposer(base, trick_prob=settings.trick_prob)
+        return KnowledgeTreeProposer(base, trick_prob=settings.trick_prob, embedder=base.embedder)
     except ImportError as error:  # the executable recipe catalogue (agent.recipes) is not there
         raise KnowledgeBaseMissing(f"--use-kb needs the recipe catalogue agent/recipes.py, which could not be "
                                    f"imported ({error})") from error
