@@ -26,7 +26,8 @@ from retrieval.profile import profile_task
 
 TRAINERS = trainer_registry()
 VALIDATION = ValidationSpec(n_splits=3)
-FAST_XGB = {"n_estimators": 60, "max_depth": 4}
+# One thread: OpenMP threads spin-wait when another process holds the CPUs, making small fits erratically slow.
+FAST_XGB = {"n_estimators": 60, "max_depth": 4, "n_jobs": 1}
 
 
 def _tweets() -> pd.DataFrame:
@@ -80,17 +81,17 @@ def tasks(tmp_path_factory):
 # op -> (task, trainer, trainer params, recipe params) for the CV run; the default is ames with a linear model.
 PLAN = {
     "tfidf_text": ("tweets", "linear", {}, None),
-    "tfidf_svd": ("tweets", "xgboost", FAST_XGB, {"n_components": 16, "max_features": 2000}),
+    "tfidf_svd": ("tweets", "xgboost", FAST_XGB, {"n_components": 8, "max_features": 500}),
     "text_stats": ("tweets", "xgboost", FAST_XGB, None),
     "class_weights": ("churn", "linear", {}, None),
     "frequency_encoding": ("churn", "linear", {}, None),
     "target_encoding": ("churn", "linear", {}, None),
     "native_categorical": ("churn", "xgboost", FAST_XGB, None),
-    "early_stopping": ("churn", "hist_gradient_boosting", {"max_iter": 100}, {"rounds": 5}),
-    "low_lr_more_trees": ("churn", "xgboost", {"max_depth": 4},
+    "early_stopping": ("churn", "xgboost", {"max_depth": 4, "learning_rate": 0.3, "n_jobs": 1}, {"rounds": 10}),
+    "low_lr_more_trees": ("churn", "xgboost", {"max_depth": 4, "n_jobs": 1},
                           {"learning_rate": 0.1, "n_estimators": 300, "early_stopping_rounds": 10}),
-    "gbdt_params": ("churn", "xgboost", {}, {"preset": "small_data", "n_estimators": 80}),
-    "set_model": ("churn", "linear", {}, {"model": "xgb"}),
+    "gbdt_params": ("churn", "xgboost", {"n_jobs": 1}, {"preset": "small_data", "n_estimators": 80}),
+    "set_model": ("churn", "xgboost", FAST_XGB, {"model": "ridge"}),
     "split_composite_string": ("composite", "linear", {}, None),
     "power_target": ("ames", "linear", {}, None),
     "impute_numeric": ("penguins", "linear", {}, None),
@@ -184,6 +185,10 @@ def test_apply_is_one_change_and_idempotent(trainer):
             assert changed.trainer == "xgboost" and changed.steps is None
         elif op != "native_categorical":
             assert changed.steps is None and changed != base, op
+    hgb = catalogue()["early_stopping"].apply(SolutionCandidate("hist_gradient_boosting"), {"rounds": 20})
+    assert dict(hgb.params) == {"early_stopping": True, "n_iter_no_change": 20, "max_iter": 1000}
+    weighted = catalogue()["class_weights"].apply(SolutionCandidate("xgboost"))
+    assert TRAINERS["xgboost"].render(weighted.params, "binary", 0).startswith("ClassWeighted(XGBClassifier(")
     # set_model keeps the candidate's own steps on the new trainer's default ones.
     moved = catalogue()["set_model"].apply(catalogue()["frequency_encoding"].apply(base), {"model": "ridge"})
     assert moved.trainer == "linear" and "frequency_encoding" in [s.op for s in moved.steps]
@@ -230,10 +235,8 @@ def test_tfidf_on_tweets_beats_dropping_the_text(tasks):
     _, dataset = tasks["tweets"]
     dropped = _cv(SolutionCandidate("linear"), dataset)
     tfidf = _cv(catalogue()["tfidf_text"].apply(SolutionCandidate("linear")), dataset)
-    word_char = _cv(catalogue()["tfidf_text"].apply(SolutionCandidate("linear"),
-                                                    {"analyzer": "word+char", "max_features": 20000}), dataset)
-    print(f"tweets ROC AUC: text dropped {dropped:.4f}, tfidf_text {tfidf:.4f}, word+char {word_char:.4f}")
-    assert tfidf > dropped + 0.05 and word_char > dropped + 0.05
+    print(f"tweets ROC AUC (logistic regression): text dropped {dropped:.4f}, tfidf_text {tfidf:.4f}")
+    assert tfidf > dropped + 0.05
 
 
 def test_log_target_and_log_features_beat_raw_prices_for_a_linear_model(tasks):
