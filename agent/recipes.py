@@ -202,10 +202,25 @@ GBDT_PRESETS = {
                 "min_child_samples": 20, "subsample": 0.8, "colsample_bytree": 0.8},
     "small_data": {"learning_rate": 0.03, "n_estimators": 400, "num_leaves": 15, "max_depth": 4,
                    "min_child_samples": 10, "subsample": 0.8, "colsample_bytree": 0.8, "reg_lambda": 5.0},
+    "large_data": {"learning_rate": 0.05, "n_estimators": 1000, "num_leaves": 255, "max_depth": -1,
+                   "min_child_samples": 100, "subsample": 0.8, "colsample_bytree": 0.5},
+    "regularized": {"learning_rate": 0.03, "n_estimators": 800, "num_leaves": 31, "max_depth": 6,
+                    "min_child_samples": 40, "subsample": 0.7, "colsample_bytree": 0.7, "reg_alpha": 0.1,
+                    "reg_lambda": 5.0},
     "deep": {"learning_rate": 0.03, "n_estimators": 1000, "num_leaves": 127, "max_depth": 10,
              "min_child_samples": 20, "subsample": 0.8, "colsample_bytree": 0.6},
     "shallow": {"learning_rate": 0.05, "n_estimators": 800, "num_leaves": 7, "max_depth": 3,
                 "min_child_samples": 20, "subsample": 0.8, "colsample_bytree": 0.8},
+}
+# gbdt_params takes these beyond data/recipes.json's list (the cards use them).
+GBDT_EXTRA_PARAMS = ("monotone_constraints", "tweedie_variance_power", "boosting_type", "alpha")
+# objective -> (XGBoost objective, HistGradientBoosting loss); None: that library has no such loss.
+_OBJECTIVES = {
+    "regression": ("reg:squarederror", "squared_error"), "rmse": ("reg:squarederror", "squared_error"),
+    "l2": ("reg:squarederror", "squared_error"), "mae": ("reg:absoluteerror", "absolute_error"),
+    "l1": ("reg:absoluteerror", "absolute_error"), "huber": ("reg:pseudohubererror", None),
+    "poisson": ("count:poisson", "poisson"), "tweedie": ("reg:tweedie", None),
+    "gamma": ("reg:gamma", "gamma"), "quantile": ("reg:quantileerror", "quantile"),
 }
 
 
@@ -216,28 +231,56 @@ def _gbdt_params(candidate: SolutionCandidate, params: Mapping[str, Any]) -> Sol
     if preset not in GBDT_PRESETS:
         raise SpecError(f"gbdt_params: preset={preset!r} is not known; use one of {list(GBDT_PRESETS)}")
     wanted = {**GBDT_PRESETS[preset], **{k: v for k, v in params.items() if k != "preset"}}
-    wanted.pop("objective", None) if wanted.get("objective") == "auto" else None
+    objective = wanted.pop("objective", "auto")
+    if objective not in ("auto", "binary", "multiclass", *_OBJECTIVES):
+        raise SpecError(f"gbdt_params: objective={objective!r} is not supported; use auto or one of {list(_OBJECTIVES)}")
     depth = wanted.get("max_depth", -1)
-    if candidate.trainer == "lightgbm":
-        changes = dict(wanted)
-    elif candidate.trainer == "xgboost":
-        names = ("learning_rate", "n_estimators", "subsample", "colsample_bytree", "reg_alpha", "reg_lambda", "objective")
+    trainer = candidate.trainer
+    if trainer == "lightgbm":
+        changes = {k: v for k, v in wanted.items() if k != "alpha"}
+        if objective not in ("auto",):
+            changes["objective"] = objective
+        if "alpha" in wanted:
+            changes["alpha"] = wanted["alpha"]
+        return _set_params(candidate, changes)
+    if trainer == "catboost":
+        changes = {"learning_rate": wanted.get("learning_rate"), "iterations": wanted.get("n_estimators"),
+                   "depth": int(depth) if depth and depth > 0 else 6, "l2_leaf_reg": wanted.get("reg_lambda", 3.0)}
+        return _set_params(candidate, {k: v for k, v in changes.items() if v is not None})
+    xgb_objective, hgb_loss = _OBJECTIVES.get(objective, (None, None))
+    if trainer == "xgboost":
+        names = ("learning_rate", "n_estimators", "subsample", "colsample_bytree", "reg_alpha", "reg_lambda",
+                 "monotone_constraints", "tweedie_variance_power")
         changes = {name: wanted[name] for name in names if name in wanted}
         if depth is None or depth <= 0:  # leaf-wise growth bounded by leaves, as LightGBM grows trees
             changes.update(max_depth=0, grow_policy="lossguide", max_leaves=int(wanted.get("num_leaves", 31)))
         else:
             changes["max_depth"] = int(depth)
-    elif candidate.trainer == "catboost":
-        changes = {"learning_rate": wanted.get("learning_rate"), "iterations": wanted.get("n_estimators"),
-                   "depth": int(depth) if depth and depth > 0 else 6, "l2_leaf_reg": wanted.get("reg_lambda", 3.0)}
-    else:  # HistGradientBoosting
-        changes = {"learning_rate": wanted.get("learning_rate"), "max_iter": int(wanted.get("n_estimators", 100)),
-                   "max_leaf_nodes": int(wanted.get("num_leaves", 31)),
-                   "max_depth": int(depth) if depth and depth > 0 else None,
-                   "min_samples_leaf": int(wanted.get("min_child_samples", 20)),
-                   "l2_regularization": float(wanted.get("reg_lambda", 0.0)),
-                   "max_features": float(wanted.get("colsample_bytree", 1.0))}
-    return _set_params(candidate, {k: v for k, v in changes.items() if v is not None})
+        if xgb_objective is not None:
+            changes["objective"] = xgb_objective
+        if objective == "quantile":
+            changes["quantile_alpha"] = float(wanted.get("alpha", 0.5))
+        if wanted.get("boosting_type", "gbdt") == "dart":
+            changes["booster"] = "dart"
+        return _set_params(candidate, changes)
+    # HistGradientBoosting
+    if objective in _OBJECTIVES and hgb_loss is None:
+        raise SpecError(f"gbdt_params: HistGradientBoosting has no {objective} loss; use xgboost")
+    if wanted.get("boosting_type", "gbdt") != "gbdt":
+        raise SpecError(f"gbdt_params: HistGradientBoosting has no boosting_type={wanted['boosting_type']!r}")
+    changes = {"learning_rate": wanted.get("learning_rate"), "max_iter": int(wanted.get("n_estimators", 100)),
+               "max_leaf_nodes": int(wanted.get("num_leaves", 31)),
+               "max_depth": int(depth) if depth and depth > 0 else None,
+               "min_samples_leaf": int(wanted.get("min_child_samples", 20)),
+               "l2_regularization": float(wanted.get("reg_lambda", 0.0)),
+               "max_features": float(wanted.get("colsample_bytree", 1.0))}
+    if hgb_loss is not None:
+        changes["loss"] = hgb_loss
+    if objective == "quantile":
+        changes["quantile"] = float(wanted.get("alpha", 0.5))
+    if "monotone_constraints" in wanted:
+        changes["monotonic_cst"] = wanted["monotone_constraints"]
+    return _set_params(candidate, {k: v for k, v in changes.items() if v is not None or k == "max_depth"})
 
 
 def _class_weights(candidate: SolutionCandidate, params: Mapping[str, Any]) -> SolutionCandidate:
@@ -529,6 +572,7 @@ def _catalogue() -> dict[str, Recipe]:
         if op in _MODEL_KIND:
             kind = "model"
             accepted = set(spec["params"]) | (set(BUILTIN_STEPS[op].defaults) if op in BUILTIN_STEPS else set())
+            accepted |= set(GBDT_EXTRA_PARAMS) if op == "gbdt_params" else set()
         elif op in TARGET_OPS:
             kind, accepted = "target", set(TARGET_OPS[op].defaults)
         else:

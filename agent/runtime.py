@@ -367,7 +367,7 @@ class GroupStats(TransformerMixin, BaseEstimator):
             table = {"count": grouped.size().astype(float)} if "count" in self.aggs else {}
             for name in values:
                 for agg in self.aggs:
-                    if agg != "count":
+                    if agg != "count":  # first/last: in the fit rows' order
                         table[f"{name}_{agg}"] = grouped[name].agg(agg).astype(float)
             self.stats_[key] = pd.DataFrame(table)
         self.values_ = values

@@ -181,7 +181,8 @@ def _pairs(value: Any) -> list[tuple[str, str]] | None:
 
 
 def _aggs(value: Any) -> tuple[str, ...]:
-    return tuple(_choice("group_stats", "aggs", agg, ("mean", "std", "count", "min", "max", "median")) for agg in value)
+    allowed = ("mean", "std", "count", "min", "max", "median", "nunique", "first", "last", "sum")
+    return tuple(_choice("group_stats", "aggs", agg, allowed) for agg in value)
 
 
 def _stats(value: Any) -> tuple[str, ...]:
@@ -190,6 +191,14 @@ def _stats(value: Any) -> tuple[str, ...]:
 
 def _interaction_ops(value: Any) -> tuple[str, ...]:
     return tuple(_choice("numeric_interactions", "ops", op, ("sum", "difference", "product")) for op in value)
+
+
+def _frequency_encoding(p: Mapping[str, Any], c: CompileContext) -> str:
+    if p["fit_on"] != "train":
+        raise SpecError(f"op 'frequency_encoding': fit_on={p['fit_on']!r} would count levels in the test set, which "
+                        "leaks it into training; only fit_on='train' (counts from the rows the step is fitted on)")
+    return (f"FrequencyEncoding(min_levels={int(p['min_levels'])!r}, normalize={bool(p['normalize'])!r}, "
+            f"numeric={bool(p['numeric'])!r}, keep_original={bool(p['keep_original'])!r})")
 
 
 def _tfidf_text(p: Mapping[str, Any], c: CompileContext) -> str:
@@ -241,11 +250,8 @@ BUILTIN_STEPS: dict[str, SourceStep] = {
                    lambda p, c: f"Winsorize(lower_q={float(p['lower_q'])!r}, upper_q={float(p['upper_q'])!r})",
                    {"lower_q": 0.01, "upper_q": 0.99}),
         # Counts come from the fit rows only: fit_on="train_test" would read the test set, so it is refused.
-        SourceStep("frequency_encoding",
-                   lambda p, c: f"FrequencyEncoding(min_levels={int(p['min_levels'])!r}, normalize={bool(p['normalize'])!r}, "
-                                f"numeric={bool(p['numeric'])!r}, keep_original={bool(p['keep_original'])!r})",
-                   {"normalize": True, "min_levels": 10, "numeric": False, "keep_original": True},
-                   fixed={"fit_on": "train"}),
+        SourceStep("frequency_encoding", _frequency_encoding,
+                   {"normalize": True, "min_levels": 10, "numeric": False, "keep_original": True, "fit_on": "train"}),
         SourceStep("rare_level_grouping",
                    lambda p, c: f"RareLevels(min_count={int(p['min_count'])!r}, other_label={str(p['other_label'])!r})",
                    {"min_count": 10, "other_label": "__rare__"}),

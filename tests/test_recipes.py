@@ -264,3 +264,27 @@ def test_solution_py_with_new_steps_reproduces_the_cv_score(tasks, tmp_path):
     printed = float(completed.stdout.split("cv_roc_auc=")[1].split()[0])
     assert printed == pytest.approx(_cv(candidate, dataset), abs=1e-9)
     assert len(pd.read_csv(tmp_path / "sub.csv")) == len(dataset.X_test)
+
+
+def test_card_recipes_compile_or_are_refused_with_a_reason(tasks):
+    """The bundled cards' recipe params: accepted and compiled, or refused by a SpecError that says why."""
+    _, regression = tasks["ames"]
+    _, classification = tasks["churn"]
+    ops = catalogue()
+    cards = [json.loads(line) for path in sorted((DATA_DIR / "knowledge").glob("*.jsonl"))
+             for line in path.read_text().splitlines() if line.strip()]
+    recipes = [card["recipe"] for card in cards if card.get("recipe") and card["recipe"]["op"] in ops]
+    refused = []
+    for recipe in recipes:
+        op = ops[recipe["op"]]
+        trainer = "xgboost" if op.kind == "model" and recipe["op"] != "class_weights" else "linear"
+        dataset = classification if recipe["op"] == "class_weights" else regression
+        try:
+            candidate = op.apply(SolutionCandidate(trainer), recipe["params"])
+            compile_spec(candidate.to_spec(TRAINERS, VALIDATION), dataset.compile_context(0), TRAINERS)
+        except SpecError as error:
+            refused.append(f"{recipe['op']}: {error}")
+    print(f"{len(recipes) - len(refused)}/{len(recipes)} card recipes compile; refused:", *refused, sep="\n  ")
+    assert len(refused) <= 0.15 * len(recipes), refused
+    reasons = ("train_test", "oof_prediction", "unknown trainer", "lambdarank", "no parameter", "group_median")
+    assert all(any(reason in message for reason in reasons) for message in refused), refused
