@@ -136,7 +136,9 @@ class BuiltinTreeProposer:
             changes.append((why, replace(base, params={**base.params, **params})))
         ops = _ops(base)
         high_cardinality = [c.name for c in _categorical(profile) if c.cardinality > 15]
-        if high_cardinality and "target_encoding" not in ops:
+        # Classification only: scikit-learn's TargetEncoder reads an integer-valued regression target (prices)
+        # as a multiclass one and writes a column per distinct value (34k columns on Ames).
+        if high_cardinality and "target_encoding" not in ops and profile.task_type in CLASSIFICATION:
             encoder = next((op for op in ops if op in _ENCODERS), None)
             if encoder is not None:
                 changes.append((f"target encoding (inside the CV folds) instead of {encoder} for the "
@@ -515,6 +517,8 @@ class KnowledgeTreeProposer:
                 continue
             result = self._apply(option, node.candidate)
             if result is None or journal.has(candidate_key(result[0], self.trainers), self.trainers):
+                continue
+            if result[0].trainer != node.candidate.trainer:  # another model family is a draft's job, not a change
                 continue
             changed, note = result
             plan = (f"improve node {node.id} ({node.candidate.trainer}, {describe_score(node, profile)}): apply "

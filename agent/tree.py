@@ -44,7 +44,7 @@ from agent.models import Trainer, default_steps, lookup_trainer
 from agent.render import NotRenderableError, render_model
 from agent.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run_isolated
 from agent.spec import ModelSpec, SolutionSpec, SpecError, Step, ValidationSpec
-from agent.steps import BUILTIN_STEPS, StepOp
+from agent.steps import BUILTIN_STEPS, TARGET_OPS, StepOp
 from agent.verifier import Evidence, Verifier, oriented
 from retrieval.profile import TaskProfile
 
@@ -162,13 +162,13 @@ def candidate_key(candidate: SolutionCandidate, trainers: Mapping[str, Trainer] 
     return json.dumps({
         "trainer": candidate.trainer, "params": dict(candidate.params),
         "steps": None if steps is None else [_with_step_defaults(step) for step in steps],
-        "target_transform": candidate.target_transform.to_dict() if candidate.target_transform else None,
+        "target_transform": _with_step_defaults(candidate.target_transform) if candidate.target_transform else None,
     }, sort_keys=True, default=str)
 
 
 def _with_step_defaults(step: Step) -> dict[str, Any]:
     """A step with its op's default parameters filled in, so {} and the explicit defaults compare equal."""
-    op = BUILTIN_STEPS.get(step.op)
+    op = BUILTIN_STEPS.get(step.op) or TARGET_OPS.get(step.op)
     defaults = dict(getattr(op, "defaults", {}) or {})
     params = {**defaults, **dict(step.params)}
     return {"op": step.op, "params": {name: list(value) if isinstance(value, tuple) else value
