@@ -137,8 +137,10 @@ def _describe_setup(profile: TaskProfile, kb_home: Path | None) -> str:
 
 def _node_table() -> Table:
     table = Table(title="solution tree")
-    for header in ("node", "parent", "action", "trainer", "CV score", "status", "s", "plan"):
-        table.add_column(header)
+    for header, width in (("node", 4), ("parent", 6), ("action", 7), ("trainer", 10), ("CV score", 8), ("status", 6),
+                          ("s", 5)):
+        table.add_column(header, min_width=width)
+    table.add_column("plan", no_wrap=True, overflow="ellipsis", max_width=60)
     return table
 
 
@@ -146,4 +148,4 @@ def _add_node_row(table: Table, node: Node, attempt: AttemptRecord) -> None:
     style = "bold green" if attempt.improved else ("" if node.valid else "red")
     table.add_row(str(node.id), "–" if node.parent_id is None else str(node.parent_id), node.action,
                   node.candidate.trainer, "–" if node.metric is None else f"{node.metric:.4f}", node.status,
-                  f"{node.elapsed:.1f}", node.plan[:90], style=style)
+                  f"{node.elapsed:.1f}", node.plan, style=style)
