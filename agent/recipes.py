@@ -28,7 +28,7 @@ from agent import runtime
 from agent.loop import SolutionCandidate
 from agent.models import default_steps, lookup_trainer, trainer_registry
 from agent.spec import SpecError, Step
-from agent.steps import BUILTIN_STEPS, TARGET_OPS
+from agent.steps import BUILTIN_STEPS, TARGET_OPS, CompileContext
 from kb.config import DATA_DIR
 from retrieval.profile import TaskProfile
 
@@ -109,6 +109,7 @@ class Recipe:
         if unknown:
             raise SpecError(f"recipe {self.op!r} has no parameter {', '.join(sorted(unknown))}; "
                             f"it takes {sorted(self.accepted) or 'none'}")
+        _check_values(self.op, self.kind, params)
         if self.kind == "target":
             target = Step(self.op, params)
             return candidate if candidate.target_transform == target else replace(candidate, target_transform=target)
@@ -118,6 +119,18 @@ class Recipe:
 
 
 # ---- applying
+
+_EMPTY_CONTEXT = CompileContext("regression", (), pd.DataFrame(), np.zeros(0), None, 0)
+
+
+def _check_values(op: str, kind: str, params: Mapping[str, Any]) -> None:
+    """Refuse parameter values the op cannot compile (a leaky fit_on, an unknown analyzer...) when the recipe is
+    applied, not later when the candidate is evaluated, so a caller can fall back to the defaults at once."""
+    if kind == "target":
+        TARGET_OPS[op].render(params, "MODEL")
+    elif op in BUILTIN_STEPS:
+        BUILTIN_STEPS[op].render(params, _EMPTY_CONTEXT)
+
 
 def materialised_steps(candidate: SolutionCandidate) -> tuple[Step, ...]:
     """The candidate's steps, its trainer's defaults when it has none of its own."""

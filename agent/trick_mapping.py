@@ -126,7 +126,7 @@ def _cues(text: str) -> dict[str, tuple[str, bool]]:
     return hits
 
 
-_DESCRIPTION_CACHE: dict[tuple[int, str], np.ndarray] = {}
+_DESCRIPTION_CACHE: dict[tuple[str, str], np.ndarray] = {}  # (model name, ops) -> description vectors
 
 
 def _default_embedder():
@@ -137,7 +137,7 @@ def _default_embedder():
 
 
 def _description_vectors(embedder, ops: Sequence[str]) -> np.ndarray:
-    key = (id(embedder), "\n".join(ops))
+    key = (str(getattr(embedder, "name", id(embedder))), "\n".join(ops))
     if key not in _DESCRIPTION_CACHE:
         _DESCRIPTION_CACHE[key] = np.asarray(embedder.embed([description_text(op) for op in ops]), dtype=np.float32)
     return _DESCRIPTION_CACHE[key]
