@@ -83,7 +83,21 @@ def categorical_columns(X):
     return [name for name in X.columns if not pd.api.types.is_numeric_dtype(X[name]) and not is_free_text(X[name])]
 
 
-CATEGORICAL = categorical_columns
+class CategoricalColumns:
+    """Column selector: the non-numeric columns, except `text` — free-text columns a text step (tfidf_text)
+    consumes after the encoders, which must therefore leave them alone."""
+
+    def __init__(self, text=()):
+        self.text = tuple(text)
+
+    def __call__(self, X):
+        return [name for name in X.columns if not pd.api.types.is_numeric_dtype(X[name]) and name not in self.text]
+
+    def __repr__(self):
+        return f"CategoricalColumns({list(self.text)!r})"
+
+
+CATEGORICAL = CategoricalColumns()
 
 
 def on_columns(transformer, columns):
@@ -117,14 +131,15 @@ class OrdinalCodes(TransformerMixin, BaseEstimator):
     """Each non-numeric column as numbers: categories by descending training frequency, in sorted order, or
     as `mappings` say. Unseen categories get `unknown_value`; missing values stay missing."""
 
-    def __init__(self, order="frequency", unknown_value=-1, mappings=None):
+    def __init__(self, order="frequency", unknown_value=-1, mappings=None, skip=()):
         self.order = order
         self.unknown_value = unknown_value
         self.mappings = mappings
+        self.skip = skip
 
     def fit(self, X, y=None):
         self.codes_ = {}
-        for name in categorical_columns(X):
+        for name in CategoricalColumns(self.skip)(X):
             given = (self.mappings or {}).get(name)
             if given is not None:
                 self.codes_[name] = dict(given)
@@ -675,12 +690,13 @@ class NativeCategories(TransformerMixin, BaseEstimator):
     """Categorical columns as pandas categories (the `max_levels` most frequent fit levels; others missing),
     for models that split on categories natively (HistGradientBoosting, XGBoost, LightGBM)."""
 
-    def __init__(self, max_levels=250):
+    def __init__(self, max_levels=250, skip=()):
         self.max_levels = max_levels
+        self.skip = skip
 
     def fit(self, X, y=None):
         self.levels_ = {name: list(X[name].dropna().astype(str).value_counts().index[: self.max_levels])
-                        for name in categorical_columns(X)}
+                        for name in CategoricalColumns(self.skip)(X)}
         return self
 
     def transform(self, X):

@@ -138,6 +138,17 @@ def _id_columns(params: Mapping[str, Any], context: CompileContext) -> list[str]
     return [*context.columns_of_kind("id"), *(name for name in named if name not in context.columns_of_kind("id"))]
 
 
+def _categorical(c: CompileContext) -> str:
+    """The categorical-column selector: every non-numeric column, less the free-text ones (left to a text step)."""
+    text = c.columns_of_kind("text")
+    return f"CategoricalColumns({text!r})" if text else "CATEGORICAL"
+
+
+def _skip(c: CompileContext) -> str:
+    text = c.columns_of_kind("text")
+    return f", skip={tuple(text)!r}" if text else ""
+
+
 def _impute_numeric(p: Mapping[str, Any], c: CompileContext) -> str:
     strategy = _choice("impute_numeric", "strategy", p["strategy"], ("median", "mean", "constant", "none"))
     if strategy == "none":  # for models that handle missing values themselves
@@ -147,7 +158,7 @@ def _impute_numeric(p: Mapping[str, Any], c: CompileContext) -> str:
 
 def _impute_categorical(p: Mapping[str, Any], c: CompileContext) -> str:
     strategy = _choice("impute_categorical", "strategy", p["strategy"], ("constant", "most_frequent"))
-    return f"on_columns(SimpleImputer(strategy={strategy!r}, fill_value={p['fill_value']!r}), CATEGORICAL)"
+    return f"on_columns(SimpleImputer(strategy={strategy!r}, fill_value={p['fill_value']!r}), {_categorical(c)})"
 
 
 def _folds_source(n_splits: int, context: CompileContext) -> str:
@@ -229,16 +240,16 @@ BUILTIN_STEPS: dict[str, SourceStep] = {
         SourceStep("one_hot",
                    lambda p, c: f"on_columns(OneHotEncoder(handle_unknown={p['handle_unknown']!r}, "
                                 f"max_categories={p['max_levels']!r}, min_frequency={p['min_frequency']!r}, "
-                                "sparse_output=False, feature_name_combiner=one_hot_name), CATEGORICAL)",
+                                f"sparse_output=False, feature_name_combiner=one_hot_name), {_categorical(c)})",
                    {"max_levels": 15, "min_frequency": 5, "handle_unknown": "infrequent_if_exist"}),
         SourceStep("ordinal_encoding",
                    lambda p, c: f"OrdinalCodes(order={_choice('ordinal_encoding', 'order', p['order'], ('frequency', 'lexical'))!r}, "
-                                f"unknown_value={p['unknown_value']!r}, mappings={dict(p['mappings']) or None!r})",
+                                f"unknown_value={p['unknown_value']!r}, mappings={dict(p['mappings']) or None!r}{_skip(c)})",
                    {"mappings": {}, "order": "frequency", "unknown_value": -1}),
         # scikit-learn's TargetEncoder cross-fits on the training fold, so it never sees out-of-fold targets.
         SourceStep("target_encoding",
                    lambda p, c: f"on_columns(TargetEncoder(smooth={p['smoothing']!r}, cv={_folds_source(p['n_inner_folds'], c)}), "
-                                "CATEGORICAL)",
+                                f"{_categorical(c)})",
                    {"smoothing": 10.0, "n_inner_folds": 5},
                    fixed={"min_levels": 50, "multiclass": "per_class", "noise": 0.0}),
         SourceStep("standard_scale", lambda p, c: f"on_columns(StandardScaler(with_mean={p['with_mean']!r}), NUMERIC)",
@@ -305,7 +316,7 @@ BUILTIN_STEPS: dict[str, SourceStep] = {
                    {"columns": None, "n_bins": 10, "strategy": "quantile"}),
         # Replaces ordinal_encoding for models that split on categories natively; the LightGBM/XGBoost
         # parameters of the recipe travel to the model (agent.recipes), the step itself only sets the dtype.
-        SourceStep("native_categorical", lambda p, c: f"NativeCategories(max_levels={int(p['max_levels'])!r})",
+        SourceStep("native_categorical", lambda p, c: f"NativeCategories(max_levels={int(p['max_levels'])!r}{_skip(c)})",
                    {"max_levels": 250, "max_cat_to_onehot": 4, "cat_smooth": 10, "min_data_per_group": 50}),
     )
 }
