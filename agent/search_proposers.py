@@ -396,10 +396,11 @@ class KnowledgeTreeProposer:
 
     def _executable(self, profile: TaskProfile, retrieved: Sequence[Any]) -> list[_Option]:
         catalogue = self.recipes.catalogue()
+        mapped = self._mapped([item.trick for item in retrieved if not item.trick.recipe])
         options, seen = [], set()
         for item in retrieved:
             trick = item.trick
-            recipe_ref = dict(trick.recipe) if trick.recipe else self._mapped(trick.text)
+            recipe_ref, evidence = (dict(trick.recipe), "") if trick.recipe else mapped.get(trick.id, (None, ""))
             if not recipe_ref or recipe_ref.get("op") not in catalogue:
                 continue
             recipe = catalogue[recipe_ref["op"]]
@@ -413,23 +414,26 @@ class KnowledgeTreeProposer:
             if key in seen:
                 continue
             seen.add(key)
-            applied = AppliedTrick(trick.id, trick.title or trick.text[:80], trick.source, trick.competition,
-                                   recipe.op, params)
+            title = trick.title or trick.text[:80]
+            if evidence:  # a trick without a recipe, read by agent.trick_mapping
+                title = f"{title}; mapped to {recipe.op} by its text: {evidence}"
+            applied = AppliedTrick(trick.id, title, trick.source, trick.competition, recipe.op, params)
             options.append(_Option(applied, recipe, float(item.score)))
         return options
 
-    def _mapped(self, text: str) -> dict[str, Any] | None:
+    def _mapped(self, tricks: Sequence[Any]) -> dict[str, tuple[dict[str, Any], str]]:
+        """Recipe refs for tricks that carry none, from agent.trick_mapping (one batch); {} without the mapper."""
+        if not tricks:
+            return {}
         try:
-            from agent.trick_mapping import map_trick
-        except ImportError:
-            return None
-        try:
-            match = map_trick(text, embedder=self.embedder)
-        except Exception:  # noqa: BLE001 - a trick the mapper cannot read is simply not executable
-            return None
-        if match is None or float(getattr(match, "confidence", 1.0)) < self.min_mapping_confidence:
-            return None
-        return {"op": match.op, "params": dict(match.params or {})}
+            from agent.trick_mapping import map_tricks
+
+            matches = map_tricks([trick.text for trick in tricks], embedder=self.embedder)
+        except Exception:  # noqa: BLE001 - without a working mapper, only tricks with a recipe are executable
+            return {}
+        return {trick.id: ({"op": match.op, "params": dict(match.params or {})}, match.evidence)
+                for trick, match in zip(tricks, matches)
+                if match is not None and float(match.confidence) >= self.min_mapping_confidence}
 
     def _apply(self, option: _Option, candidate: SolutionCandidate) -> tuple[SolutionCandidate, str] | None:
         """The candidate with the trick's recipe applied, and a note when the trick's own parameters did not fit."""
