@@ -415,9 +415,9 @@ class TreeSearch:
             if time.monotonic() >= deadline:
                 stop_reason = "time budget used up"
                 break
-            drafting = len(journal.draft_nodes) < settings.num_drafts
+            drafting = len(journal.draft_nodes) < policy.settings.num_drafts
             if not drafting and search_steps >= settings.steps:
-                stop_reason = f"reached steps={settings.steps} after {settings.num_drafts} drafts"
+                stop_reason = f"reached steps={settings.steps} after {len(journal.draft_nodes)} drafts"
                 break
             action, target = policy.next_action(journal, rng)
             proposal = self._propose(action, target, profile, journal, rng)
@@ -427,7 +427,6 @@ class TreeSearch:
             if proposal is None:  # no draft left to make
                 if drafting:  # fewer drafts than asked for: go on to the search steps
                     policy = replace(policy, settings=replace(policy.settings, num_drafts=len(journal.draft_nodes)))
-                    settings = policy.settings
                     continue
                 stop_reason = "the proposer has nothing more to try"
                 break
@@ -487,7 +486,8 @@ class TreeSearch:
         attempt = AttemptRecord(len(journal), action, candidate, spec, evidence, verdict,
                                 elapsed_since_start - evidence.elapsed, improved)
         debug_depth = parent.debug_depth + 1 if action == DEBUG and parent is not None else 0
-        status = VALID if verdict.valid else (DEAD if debug_depth >= self.settings.max_debug_depth else BUGGY)
+        at_limit = debug_depth >= self.policy.settings.max_debug_depth
+        status = VALID if verdict.valid else (DEAD if at_limit else BUGGY)
         try:
             code = render_model(spec, dataset, engine.trainers, engine.random_state, engine.steps)
         except (NotRenderableError, SpecError, KeyError, TypeError, ValueError):
