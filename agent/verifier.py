@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+import scipy.sparse as sp
 import pandas as pd
 from sklearn.pipeline import Pipeline
 
@@ -175,14 +176,14 @@ def _ignored_columns(preprocessing: Pipeline, probe: pd.DataFrame, expected: pd.
     One transform of stacked copies of the probe, copy i with column i perturbed: transforms act row
     by row, so each copy's output can be compared with the unperturbed output on its own."""
     rows = probe.iloc[:_USAGE_PROBE_ROWS]
-    baseline = pd.DataFrame(expected).iloc[:_USAGE_PROBE_ROWS]
+    baseline = _dense(expected).iloc[:_USAGE_PROBE_ROWS]
     copies = []
     for name in rows.columns:
         changed = rows.copy()
         changed[name] = _perturbed(rows[[name]])[name]
         copies.append(changed)
     try:
-        output = pd.DataFrame(preprocessing.transform(pd.concat(copies, ignore_index=True)))
+        output = _dense(preprocessing.transform(pd.concat(copies, ignore_index=True)))
     except (ValueError, TypeError):  # perturbed values upset a step: fall back to no finding rather than a guess
         return ()
     return tuple(
@@ -226,10 +227,17 @@ def _perturbed_target(dataset: Dataset, rows: np.ndarray) -> np.ndarray:
 
 
 def _same(left: pd.DataFrame, right: pd.DataFrame) -> bool:
-    left, right = pd.DataFrame(left), pd.DataFrame(right)
+    left, right = _dense(left), _dense(right)
     if left.shape != right.shape or list(left.columns) != list(right.columns):
         return False
     try:
         return bool(np.allclose(left.to_numpy(dtype=float), right.to_numpy(dtype=float), equal_nan=True))
     except (ValueError, TypeError):  # non-numeric output: compare values as they are
         return left.reset_index(drop=True).equals(right.reset_index(drop=True))
+
+
+def _dense(output) -> pd.DataFrame:
+    """Transformer output as a DataFrame; sparse matrices (e.g. TF-IDF) are compared densely."""
+    if sp.issparse(output):
+        return pd.DataFrame(output.toarray())
+    return pd.DataFrame(output)

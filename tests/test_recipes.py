@@ -216,16 +216,16 @@ def test_op_runs_in_cross_validation_without_leakage(tasks, op):
     score = _cv(candidate, dataset)
     assert math.isfinite(score), op
     spec = candidate.to_spec(TRAINERS, VALIDATION)
-    if spec.steps and op != "tfidf_text":  # tfidf_text's sparse output: see the dense check below
+    if spec.steps:
         inspection = inspect_candidate(spec, dataset, TRAINERS)
         assert not inspection.leaks, inspection.leaks
         assert not any("outside the CV fold" in warning or "deterministic" in warning for warning in inspection.warnings)
 
 
-def test_tfidf_text_is_leak_free_when_the_verifier_can_compare_it(tasks):
-    """The verifier compares dense outputs; the same transformer with a dense output passes every check."""
+def test_tfidf_text_sparse_output_passes_the_verifier(tasks):
+    """TF-IDF's default sparse output is compared like any other: checked, not skipped."""
     _, dataset = tasks["tweets"]
-    candidate = catalogue()["tfidf_text"].apply(SolutionCandidate("linear"), {"output": "dense", "max_features": 300})
+    candidate = catalogue()["tfidf_text"].apply(SolutionCandidate("linear"), {"max_features": 300})
     inspection = inspect_candidate(candidate.to_spec(TRAINERS, VALIDATION), dataset, TRAINERS)
     assert not inspection.leaks and not inspection.warnings, inspection
     assert "id" in inspection.ignored_columns
