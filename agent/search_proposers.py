@@ -136,9 +136,7 @@ class BuiltinTreeProposer:
             changes.append((why, replace(base, params={**base.params, **params})))
         ops = _ops(base)
         high_cardinality = [c.name for c in _categorical(profile) if c.cardinality > 15]
-        # Classification only: scikit-learn's TargetEncoder reads an integer-valued regression target (prices)
-        # as a multiclass one and writes a column per distinct value (34k columns on Ames).
-        if high_cardinality and "target_encoding" not in ops and profile.task_type in CLASSIFICATION:
+        if high_cardinality and "target_encoding" not in ops:
             encoder = next((op for op in ops if op in _ENCODERS), None)
             if encoder is not None:
                 changes.append((f"target encoding (inside the CV folds) instead of {encoder} for the "

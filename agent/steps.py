@@ -161,6 +161,9 @@ def _impute_categorical(p: Mapping[str, Any], c: CompileContext) -> str:
     return f"on_columns(SimpleImputer(strategy={strategy!r}, fill_value={p['fill_value']!r}), {_categorical(c)})"
 
 
+_TARGET_TYPES = {"binary": "binary", "multiclass": "multiclass", "regression": "continuous"}
+
+
 def _folds_source(n_splits: int, context: CompileContext) -> str:
     splitter = "StratifiedKFold" if context.task_type in ("binary", "multiclass") else "KFold"
     return f"{splitter}({n_splits!r}, shuffle=True, random_state={context.random_state!r})"
@@ -247,8 +250,10 @@ BUILTIN_STEPS: dict[str, SourceStep] = {
                                 f"unknown_value={p['unknown_value']!r}, mappings={dict(p['mappings']) or None!r}{_skip(c)})",
                    {"mappings": {}, "order": "frequency", "unknown_value": -1}),
         # scikit-learn's TargetEncoder cross-fits on the training fold, so it never sees out-of-fold targets.
+        # The target type comes from the task: left to guess, it reads integer prices as thousands of classes.
         SourceStep("target_encoding",
-                   lambda p, c: f"on_columns(TargetEncoder(smooth={p['smoothing']!r}, cv={_folds_source(p['n_inner_folds'], c)}), "
+                   lambda p, c: f"on_columns(TargetEncoder(smooth={p['smoothing']!r}, cv={_folds_source(p['n_inner_folds'], c)}, "
+                                f"target_type={_TARGET_TYPES[c.task_type]!r}), "
                                 f"{_categorical(c)})",
                    {"smoothing": 10.0, "n_inner_folds": 5},
                    fixed={"min_levels": 50, "multiclass": "per_class", "noise": 0.0}),

@@ -288,3 +288,13 @@ def test_card_recipes_compile_or_are_refused_with_a_reason(tasks):
     assert len(refused) <= 0.15 * len(recipes), refused
     reasons = ("train_test", "oof_prediction", "unknown trainer", "lambdarank", "no parameter", "group_median")
     assert all(any(reason in message for reason in reasons) for message in refused), refused
+
+
+def test_target_encoding_treats_a_regression_target_as_continuous(tasks):
+    """Integer sale prices are one continuous target, not thousands of classes (one column per category)."""
+    _, dataset = tasks["ames"]
+    candidate = catalogue()["target_encoding"].apply(SolutionCandidate("linear"))
+    spec = candidate.to_spec(TRAINERS, VALIDATION)
+    preprocessing = compile_spec(spec, dataset.compile_context(0), TRAINERS)[:-1].fit(dataset.X, dataset.y)
+    assert preprocessing.transform(dataset.X).shape[1] < 3 * dataset.X.shape[1]
+    assert math.isfinite(_cv(candidate, dataset))
