@@ -177,9 +177,7 @@ class AgenticAutoML:
         deadline = started + self.time_budget if self.time_budget is not None else math.inf
         info = dataset.metric_info
         validation = ValidationSpec(n_splits=self.cv, seed=self.random_state)
-        baseline_spec = SolutionCandidate("baseline", steps=()).to_spec(self.trainers, validation)
-        baseline_values = cross_validate(self._compile(baseline_spec, dataset), dataset, baseline_spec)
-        baseline_score = oriented(float(np.mean(baseline_values)), info)
+        baseline_score = self.baseline(dataset, validation)
 
         attempts: list[AttemptRecord] = []
         best: AttemptRecord | None = None
@@ -187,15 +185,7 @@ class AgenticAutoML:
         def attempt(candidate: SolutionCandidate, phase: str) -> bool:
             """Evaluate, verify and record one candidate; True when it became the best."""
             nonlocal best
-            try:
-                spec = candidate.to_spec(self.trainers, validation)
-            except SpecError as error:  # e.g. a proposer naming a trainer nobody registered
-                spec = SolutionSpec(tuple(candidate.steps or ()), ModelSpec(candidate.trainer, dict(candidate.params)),
-                                    candidate.target_transform, validation)
-                evidence = Evidence("error", error=f"SpecError: {error}", ignored_files=dataset.ignored_files)
-            else:
-                time_limit = min(self.candidate_time_limit, deadline - time.monotonic())
-                evidence = self._evaluate(spec, dataset, time_limit)
+            spec, evidence = self.evaluate(candidate, dataset, validation, deadline)
             verdict = self.verifier.verify(evidence, baseline_score, info)
             improved = verdict.valid and (best is None or verdict.score > best.score)
             record = AttemptRecord(len(attempts), phase, candidate, spec, evidence, verdict,
@@ -236,13 +226,37 @@ class AgenticAutoML:
         )
         if best is None:
             return run
-        # The refit must happen even when the budget is spent: it gets what is left, but at least as long as
-        # the best candidate's whole cross-validation took (one fit on all rows costs less than that).
-        refit_limit = min(self.candidate_time_limit, max(deadline - time.monotonic(), best.evidence.elapsed))
-        refit = run_isolated(_refit_job, best.spec, dataset, self._trainers_for(best.spec), self.steps,
+        return self.refit(run, best.candidate, best.score, best.spec, dataset, deadline, best.evidence.elapsed)
+
+    def baseline(self, dataset: Dataset, validation: ValidationSpec) -> float:
+        """CV score of the trivial prior/mean model, oriented so that greater is better."""
+        spec = SolutionCandidate("baseline", steps=()).to_spec(self.trainers, validation)
+        values = cross_validate(self._compile(spec, dataset), dataset, spec)
+        return oriented(float(np.mean(values)), dataset.metric_info)
+
+    def evaluate(self, candidate: SolutionCandidate, dataset: Dataset, validation: ValidationSpec,
+                 deadline: float) -> tuple[SolutionSpec, Evidence]:
+        """Sandboxed CV and inspection of one candidate; one that cannot be built is error evidence."""
+        try:
+            spec = candidate.to_spec(self.trainers, validation)
+        except SpecError as error:  # e.g. a proposer naming a trainer nobody registered
+            spec = SolutionSpec(tuple(candidate.steps or ()), ModelSpec(candidate.trainer, dict(candidate.params)),
+                                candidate.target_transform, validation)
+            return spec, Evidence("error", error=f"SpecError: {error}", ignored_files=dataset.ignored_files)
+        time_limit = min(self.candidate_time_limit, deadline - time.monotonic())
+        return spec, self._evaluate(spec, dataset, time_limit)
+
+    def refit(self, run: EngineeringRun, candidate: SolutionCandidate, score: float, spec: SolutionSpec,
+              dataset: Dataset, deadline: float, cv_seconds: float) -> EngineeringRun:
+        """The run with the best candidate refit on all rows and its test predictions.
+
+        The refit happens even when the budget is spent: it gets what is left, but at least as long as
+        the candidate's whole cross-validation took (one fit on all rows costs less than that)."""
+        refit_limit = min(self.candidate_time_limit, max(deadline - time.monotonic(), cv_seconds))
+        refit = run_isolated(_refit_job, spec, dataset, self._trainers_for(spec), self.steps,
                              self.random_state, limits=Limits(refit_limit, self.memory_limit))
         model, prediction = refit.value if refit.ok else (None, None)
-        return replace(run, best_candidate=best.candidate, best_score=best.score, best_spec=best.spec, model=model,
+        return replace(run, best_candidate=candidate, best_score=score, best_spec=spec, model=model,
                        test_prediction=prediction, refit_error=refit.error)
 
     def _compile(self, spec: SolutionSpec, dataset: Dataset):

@@ -27,9 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
-import numpy as np
-
-from agent.engine import Dataset, cross_validate
+from agent.engine import Dataset
 from agent.loop import (
     DEFAULT_CANDIDATE_TIME_LIMIT,
     AgenticAutoML,
@@ -37,15 +35,14 @@ from agent.loop import (
     EngineeringRun,
     SequenceProposer,
     SolutionCandidate,
-    _refit_job,
     json_number,
 )
-from agent.models import Trainer, default_steps, lookup_trainer
+from agent.models import Trainer, default_steps
 from agent.render import NotRenderableError, render_model
-from agent.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run_isolated
-from agent.spec import ModelSpec, SolutionSpec, SpecError, Step, ValidationSpec
+from agent.sandbox import DEFAULT_MEMORY_LIMIT
+from agent.spec import SolutionSpec, SpecError, Step, ValidationSpec
 from agent.steps import BUILTIN_STEPS, TARGET_OPS, StepOp
-from agent.verifier import Evidence, Verifier, oriented
+from agent.verifier import Verifier
 from retrieval.profile import TaskProfile
 
 DRAFT, IMPROVE, DEBUG = "draft", "improve", "debug"
@@ -400,11 +397,8 @@ class TreeSearch:
         started = time.monotonic()
         deadline = started + settings.time_budget if settings.time_budget is not None else math.inf
         rng = random.Random(settings.seed)
-        info = dataset.metric_info
         validation = ValidationSpec(n_splits=engine.cv, seed=engine.random_state)
-        baseline_spec = SolutionCandidate("baseline", steps=()).to_spec(engine.trainers, validation)
-        baseline_values = cross_validate(engine._compile(baseline_spec, dataset), dataset, baseline_spec)
-        baseline_score = oriented(float(np.mean(baseline_values)), info)
+        baseline_score = engine.baseline(dataset, validation)
 
         journal = journal if journal is not None else Journal()
         attempts: list[AttemptRecord] = []
@@ -445,13 +439,8 @@ class TreeSearch:
                              stop_reason=stop_reason)
         best = journal.best()
         if best is not None:
-            spec = SolutionSpec.from_dict(best.spec)
-            refit_limit = min(engine.candidate_time_limit, max(deadline - time.monotonic(), best.elapsed))
-            refit = run_isolated(_refit_job, spec, dataset, engine._trainers_for(spec), engine.steps,
-                                 engine.random_state, limits=Limits(refit_limit, engine.memory_limit))
-            model, prediction = refit.value if refit.ok else (None, None)
-            run = replace(run, best_candidate=best.candidate, best_score=best.score, best_spec=spec, model=model,
-                          test_prediction=prediction, refit_error=refit.error)
+            run = engine.refit(run, best.candidate, best.score, SolutionSpec.from_dict(best.spec), dataset,
+                               deadline, best.elapsed)
         return SearchResult(journal, run, tuple(attempts), engine.trainers)
 
     def _propose(self, action: str, target: Node | None, profile: TaskProfile, journal: Journal,
@@ -467,18 +456,9 @@ class TreeSearch:
                   best_attempt: AttemptRecord | None) -> tuple[Node, AttemptRecord]:
         engine = self.engine
         candidate = proposal.candidate
-        try:
-            if candidate.steps is None:
-                candidate = replace(candidate, steps=tuple(default_steps(lookup_trainer(candidate.trainer,
-                                                                                        engine.trainers))))
-            spec = candidate.to_spec(engine.trainers, validation)
-        except SpecError as error:
-            spec = SolutionSpec(tuple(candidate.steps or ()), ModelSpec(candidate.trainer, dict(candidate.params)),
-                                candidate.target_transform, validation)
-            evidence = Evidence("error", error=f"SpecError: {error}", ignored_files=dataset.ignored_files)
-        else:
-            time_limit = min(engine.candidate_time_limit, deadline - time.monotonic())
-            evidence = engine._evaluate(spec, dataset, time_limit)
+        if candidate.steps is None and candidate.trainer in engine.trainers:  # nodes record their full pipeline
+            candidate = replace(candidate, steps=tuple(default_steps(engine.trainers[candidate.trainer])))
+        spec, evidence = engine.evaluate(candidate, dataset, validation, deadline)
         verdict = engine.verifier.verify(evidence, baseline_score, dataset.metric_info)
         improved = verdict.valid and (best_attempt is None or verdict.score > best_attempt.score)
         elapsed_since_start = time.monotonic() - started

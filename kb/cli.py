@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Iterable
 
 import click
 from rich.console import Console

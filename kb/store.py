@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cached_property
-from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np

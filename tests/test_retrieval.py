@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from bench.tasks import RDATASETS_TASKS, build_rdatasets_task, write_task_folder
+from bench.tasks import build_rdatasets_task, write_task_folder
 from kb.cli import main
 from retrieval.profile import TaskSetupError, profile_task
 from retrieval.retriever import HierarchicalRetriever, retrieve
