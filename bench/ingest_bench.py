@@ -98,10 +98,11 @@ def build_store(source: KnowledgeBase, home: Path, size: int) -> KnowledgeBase:
 
 def measure_queries(base: KnowledgeBase, repeats: int = 20) -> dict:
     base.search(QUERIES[0], k=10)  # warm: model and index loaded
+    size = base.count()
     semantic, by_label = [], []
     for repeat in range(repeats):
         for text in QUERIES:
-            fresh = f"{text} (case {repeat})"  # never in the embedding cache: the model runs every time
+            fresh = f"{text} (case {repeat}, store {size})"  # never in the cache: the model runs every time
             started = time.perf_counter()
             base.search(fresh, k=10)
             semantic.append(time.perf_counter() - started)
