@@ -49,8 +49,9 @@ def main(ctx: click.Context, home: str | None) -> None:
                    "improvements that apply one trick at a time. Without it the search uses built-in changes only.")
 @click.option("--time-budget", type=click.FloatRange(min=1), default=900.0, show_default=True,
               help="Seconds for the whole solve.")
-@click.option("--steps", type=click.IntRange(min=0), default=8, show_default=True,
-              help="Tree-search steps (improve / debug / draft) after the initial drafts.")
+@click.option("--steps", type=click.IntRange(min=0), default=SolveSettings.steps, show_default=True,
+              help="Tree-search steps (improve / debug / draft) after the initial drafts; the time budget "
+                   "usually ends the search first.")
 @click.option("--num-drafts", type=click.IntRange(min=1), default=SolveSettings.num_drafts, show_default=True,
               help="Initial drafts (different model families, or different tricks with --use-kb).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed (runs are deterministic for it).")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +13,7 @@ from sklearn.pipeline import Pipeline
 
 from agent import runtime
 from agent.models import Trainer, lookup_trainer
-from agent.spec import SolutionSpec
+from agent.spec import ModelSpec, SolutionSpec, ValidationSpec
 from agent.steps import CompileContext, StepOp, step_op, target_op
 from retrieval.metrics import DEFAULT_METRIC, MetricInfo, metric_info
 from retrieval.profile import (
@@ -28,6 +28,7 @@ from retrieval.profile import (
 )
 
 CLASSIFICATION_TASKS = ("binary", "multiclass")
+ENSEMBLE = "ensemble"  # the model of a blend: params {"members": [member spec dicts], "weights": [...]}
 _FILES_EVERY_SOLUTION_READS = {TRAIN_FILE, TEST_FILE, SAMPLE_SUBMISSION_FILE, DESCRIPTION_FILE}
 
 
@@ -115,6 +116,13 @@ def compile_spec(
     extra_steps: Mapping[str, StepOp] | None = None,
 ) -> Pipeline:
     """The spec as an unfitted pipeline: its steps, then the model (wrapped by the target transform)."""
+    if spec.model.name == ENSEMBLE:
+        members = [(f"m{index}", compile_spec(member, context, trainers, extra_steps))
+                   for index, member in enumerate(ensemble_members(spec))]
+        weights = list(spec.model.params["weights"])
+        if context.task_type in CLASSIFICATION_TASKS:
+            return Pipeline([("model", runtime.VotingClassifier(members, voting="soft", weights=weights))])
+        return Pipeline([("model", runtime.VotingRegressor(members, weights=weights))])
     model = lookup_trainer(spec.model.name, trainers)(spec.model.params, context.task_type, context.random_state)
     if spec.target_transform is not None:
         model = target_op(spec.target_transform.op).wrap(spec.target_transform.params, model)
@@ -123,12 +131,36 @@ def compile_spec(
     return Pipeline([*steps, ("model", model)])
 
 
+def ensemble_spec(members: Sequence[SolutionSpec], weights: Sequence[float], validation: ValidationSpec) -> SolutionSpec:
+    """A weighted blend of member solutions (probabilities averaged for classification, values for regression)."""
+    return SolutionSpec((), ModelSpec(ENSEMBLE, {"members": [member.to_dict() for member in members],
+                                                  "weights": [float(weight) for weight in weights]}),
+                        None, validation)
+
+
+def ensemble_members(spec: SolutionSpec) -> list[SolutionSpec]:
+    return [SolutionSpec.from_dict(member) for member in spec.model.params["members"]] \
+        if spec.model.name == ENSEMBLE else []
+
+
+def model_names(spec: SolutionSpec) -> set[str]:
+    """Every trainer a spec uses, its ensemble members' included."""
+    members = ensemble_members(spec)
+    return set().union(*(model_names(member) for member in members)) if members else {spec.model.name}
+
+
 def cross_validate(pipeline: Pipeline, dataset: Dataset, spec: SolutionSpec) -> list[float]:
     """The task metric on each validation fold, in the metric's own units."""
-    return runtime.cross_validate(
-        pipeline, dataset.X, dataset.y, metric=dataset.metric, needs_proba=dataset.metric_info.needs_proba,
+    return cross_validate_predictions(pipeline, dataset, spec)[0]
+
+
+def cross_validate_predictions(pipeline: Pipeline, dataset: Dataset, spec: SolutionSpec) -> tuple[list[float], Any]:
+    """(the metric on each validation fold, every training row's out-of-fold prediction)."""
+    predictions, folds = runtime.out_of_fold(
+        pipeline, dataset.X, dataset.y, needs_proba=dataset.metric_info.needs_proba,
         classification=dataset.classification, n_splits=spec.validation.n_splits, seed=spec.validation.seed,
     )
+    return runtime.fold_scores(predictions, dataset.y, folds, dataset.metric), predictions
 
 
 def fit_and_predict(pipeline: Pipeline, dataset: Dataset) -> tuple[Pipeline, Any]:

@@ -20,7 +20,14 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from agent.engine import Dataset, compile_spec, cross_validate, fit_and_predict
+from agent.engine import (
+    Dataset,
+    compile_spec,
+    cross_validate,
+    cross_validate_predictions,
+    fit_and_predict,
+    model_names,
+)
 from agent.models import Trainer, default_steps, lookup_trainer, trainer_registry
 from agent.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run_isolated
 from agent.spec import ModelSpec, SolutionSpec, SpecError, Step, ValidationSpec
@@ -263,8 +270,8 @@ class AgenticAutoML:
         return compile_spec(spec, dataset.compile_context(self.random_state), self.trainers, self.steps)
 
     def _trainers_for(self, spec: SolutionSpec) -> dict[str, Trainer]:
-        # Only the trainer in use travels to the child: others may not even be picklable.
-        return {spec.model.name: self.trainers[spec.model.name]} if spec.model.name in self.trainers else {}
+        # Only the trainers in use travel to the child: others may not even be picklable.
+        return {name: self.trainers[name] for name in model_names(spec) if name in self.trainers}
 
     def _evaluate(self, spec: SolutionSpec, dataset: Dataset, time_limit: float) -> Evidence:
         outcome = run_isolated(_evaluation_job, spec, dataset, self._trainers_for(spec), self.steps, self.random_state,
@@ -272,17 +279,17 @@ class AgenticAutoML:
         if not outcome.ok:
             return Evidence(outcome.status, error=outcome.error, ignored_files=dataset.ignored_files,
                             elapsed=outcome.elapsed)
-        fold_values, inspection = outcome.value
+        fold_values, predictions, inspection = outcome.value
         mean = float(np.mean(fold_values)) if fold_values else math.nan
         return Evidence("ok", mean, tuple(fold_values), inspection=inspection, ignored_files=dataset.ignored_files,
-                        elapsed=outcome.elapsed)
+                        elapsed=outcome.elapsed, predictions=predictions)
 
 
-def _evaluation_job(spec, dataset, trainers, steps, random_state) -> tuple[list[float], Inspection]:
-    """In the candidate's process: CV scores, then the leakage and data-usage inspection."""
+def _evaluation_job(spec, dataset, trainers, steps, random_state) -> tuple[list[float], Any, Inspection]:
+    """In the candidate's process: CV scores and out-of-fold predictions, then the leakage and data-usage inspection."""
     pipeline = compile_spec(spec, dataset.compile_context(random_state), trainers, steps)
-    fold_values = cross_validate(pipeline, dataset, spec)
-    return fold_values, inspect_candidate(spec, dataset, trainers, steps, random_state)
+    fold_values, predictions = cross_validate_predictions(pipeline, dataset, spec)
+    return fold_values, predictions, inspect_candidate(spec, dataset, trainers, steps, random_state)
 
 
 def _refit_job(spec, dataset, trainers, steps, random_state):

@@ -37,10 +37,12 @@ RECIPES_PATH = DATA_DIR / "recipes.json"
 # Ops of data/recipes.json that are not one change to one candidate, and why.
 LEFT_OUT: dict[str, str] = {
     "seed_bagging": "an ensemble of several fits: the tree search combines candidates",
-    "average_ensemble": "an ensemble of several candidates: the tree search builds it",
-    "rank_average_ensemble": "an ensemble of several candidates: the tree search builds it",
-    "stacking_linear": "needs out-of-fold predictions of several candidates: the tree search",
-    "hill_climbing_ensemble": "needs out-of-fold predictions of many candidates: the tree search",
+    # The next four are carried out by the tree search, not by changing one candidate: it ends with a blend of
+    # the best nodes, weighed by greedy selection on their out-of-fold predictions (agent.ensemble).
+    "average_ensemble": "an ensemble of several candidates: the tree search's final blend",
+    "rank_average_ensemble": "an ensemble of several candidates: the tree search's final blend (probability average)",
+    "stacking_linear": "a linear stack of out-of-fold predictions: the tree search's final blend (non-negative weights)",
+    "hill_climbing_ensemble": "greedy selection on out-of-fold predictions: the tree search's final blend",
     "optuna_search": "a search over many candidates, not one change: the tree search",
     "validation_scheme": "changes how every candidate is scored, not a candidate (ValidationSpec)",
     "adversarial_validation": "a diagnosis of train/test shift that reads the test set, not a model change",

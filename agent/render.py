@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agent import runtime
-from agent.engine import Dataset
+from agent.engine import ENSEMBLE, Dataset, ensemble_members
 from agent.models import Trainer, lookup_trainer
 from agent.spec import SolutionSpec
 from agent.steps import BUILTIN_STEPS, RenderableStep, StepOp, target_op
@@ -62,6 +62,13 @@ def render_model(
     extra_steps: Mapping[str, StepOp] | None = None,
 ) -> str:
     """The pipeline's Python source, as compile_spec builds it."""
+    if spec.model.name == ENSEMBLE:
+        members = ",\n".join(f"(\"m{index}\", {render_model(member, dataset, trainers, random_state, extra_steps)})"
+                             for index, member in enumerate(ensemble_members(spec)))
+        voting = ("VotingClassifier([\n{members}], voting=\"soft\", weights={weights!r})" if dataset.classification
+                  else "VotingRegressor([\n{members}], weights={weights!r})")
+        model = voting.format(members=members, weights=list(spec.model.params["weights"]))
+        return f"Pipeline([(\"model\", {model})])"
     context = dataset.compile_context(random_state)
     lines = []
     for index, step in enumerate(spec.steps):

@@ -8,7 +8,8 @@ error text and the step it came from — and changes the spec accordingly, rathe
 `KnowledgeTreeProposer` (`agent solve --use-kb`) drafts from the tricks retrieved for the task, each
 draft composed with different tricks so that branches differ, and improves a node with exactly one
 retrieved trick not yet used on its branch (with probability `trick_prob`), else with a built-in change.
-It executes tricks through the recipe catalogue (agent.recipes), imported when it is first used.
+It executes tricks through the recipe catalogue (agent.recipes), imported when it is first used. When
+an ensembling trick was retrieved, it ends the search with a blend of the best nodes.
 """
 
 from __future__ import annotations
@@ -16,14 +17,28 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
 from agent.loop import SolutionCandidate
-from agent.models import LINEAR_STEPS, TREE_STEPS, Trainer, default_steps, trainer_registry
+from agent.models import (
+    LINEAR_STEPS,
+    TREE_STEPS,
+    Trainer,
+    default_steps,
+    trainer_registry,
+)
 from agent.proposer import _LINEAR_VARIATIONS, LOG_TARGET, SEED_TRAINERS, VARIATIONS
 from agent.spec import Step
-from agent.tree import AppliedTrick, Journal, Node, Proposal, candidate_key
+from agent.tree import (
+    AppliedTrick,
+    BlendProposal,
+    Journal,
+    Node,
+    Proposal,
+    candidate_key,
+)
 from retrieval.profile import TaskProfile
 
 _LOG_SCALE_METRICS = ("rmsle", "mape")
@@ -50,6 +65,16 @@ _STEP_MARKERS = {
     "standard_scale": ("StandardScaler", "_data.py"),
 }
 _ENCODERS = ("one_hot", "ordinal_encoding", "target_encoding")
+# Ensembling tricks, which the tree search carries out by blending nodes on their out-of-fold predictions
+# (a non-negative weighted average: the constrained form of a linear stack).
+BLEND_OPS = ("hill_climbing_ensemble", "average_ensemble", "rank_average_ensemble", "stacking_linear")
+BLEND_CANDIDATES = 8  # the best verified nodes a blend picks its members from
+# Tricks for a kind of column the task has (free text, dates, composite string ids): every knowledge draft
+# takes them, since a model that drops or mangles those columns loses the signal they carry.
+DATA_OPS = ("tfidf_text", "tfidf_svd", "text_stats", "split_composite_string", "datetime_parts", "cyclical_encoding")
+# Choices each family's own preprocessing already makes (the encoder) or that only pay off on some metrics (class
+# weights): tried as single improvements, where a change that does not beat its parent is dropped, never in drafts.
+NOT_IN_DRAFTS = ("one_hot", "ordinal_encoding", "native_categorical", "class_weights")
 
 
 def steps_for(trainer: str, trainers: Mapping[str, Trainer]) -> tuple[Step, ...]:
@@ -368,7 +393,9 @@ class KnowledgeTreeProposer:
 
     def __init__(self, kb, trainers: Mapping[str, Trainer] | None = None, *, trick_prob: float = 0.5, k: int = 40,
                  retrieved: Sequence[Any] | None = None, embedder=None, min_mapping_confidence: float = 0.5):
-        from agent import recipes  # the executable recipe catalogue; imported here, when knowledge is asked for
+        from agent import (
+            recipes,  # the executable recipe catalogue; imported here, when knowledge is asked for
+        )
 
         self.recipes = recipes
         self.kb = kb
@@ -380,17 +407,45 @@ class KnowledgeTreeProposer:
         self.embedder = embedder  # for agent.trick_mapping, which maps tricks without a recipe to an op
         self.min_mapping_confidence = min_mapping_confidence
         self._options: list[_Option] | None = None
+        self._reading: Future[list[_Option]] | None = None
 
     # ---- the tricks this task can use
 
     def options(self, profile: TaskProfile) -> list[_Option]:
         if self._options is None:
-            if self._retrieved is None:
-                from retrieval.retriever import retrieve
-
-                self._retrieved = retrieve(profile, k=self.k, kb=self.kb)
-            self._options = self._executable(profile, self._retrieved)
+            self._options = self._read_knowledge(profile) if self._reading is None else self._reading.result()
         return self._options
+
+    def _read_knowledge(self, profile: TaskProfile) -> list[_Option]:
+        if self._retrieved is None:
+            from retrieval.retriever import retrieve
+
+            self._retrieved = retrieve(profile, k=self.k, kb=self.kb)
+        return self._executable(profile, self._retrieved)
+
+    def _start_reading(self, profile: TaskProfile) -> None:
+        """Retrieve and map the tricks on a worker thread: loading the embedding model and searching take seconds
+        that would otherwise come out of the search's budget, while a candidate's CV runs in its own process."""
+        if self._options is None and self._reading is None:
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="casebook-retrieval")
+            self._reading = pool.submit(self._read_knowledge, profile)
+            pool.shutdown(wait=False)  # the thread ends with its one job
+
+    def blend(self, profile: TaskProfile, journal: Journal) -> BlendProposal | None:
+        """Blend the best verified nodes when a retrieved trick recommends ensembling; None otherwise."""
+        self.options(profile)
+        trick = next((item.trick for item in self._retrieved
+                      if item.trick.recipe and item.trick.recipe.get("op") in BLEND_OPS), None)
+        if trick is None:
+            return None
+        ranked = sorted((node for node in journal.valid_nodes if not node.members),
+                        key=lambda node: node.score, reverse=True)[:BLEND_CANDIDATES]
+        if len(ranked) < 2:
+            return None
+        applied = AppliedTrick(trick.id, trick.title or trick.text[:80], trick.source, trick.competition,
+                               trick.recipe["op"], dict(trick.recipe.get("params") or {}))
+        return BlendProposal(tuple(node.id for node in ranked), f"blend the best nodes as {applied.describe()} "
+                                                                 "suggests", applied)
 
     def _executable(self, profile: TaskProfile, retrieved: Sequence[Any]) -> list[_Option]:
         catalogue = self.recipes.catalogue()
@@ -449,33 +504,54 @@ class KnowledgeTreeProposer:
             return None
         return changed, note
 
-    # ---- draft: a model family, plus tricks no other draft took
+    # ---- draft: a model family with the tricks its data needs, plus one trick no other draft took
 
     def draft(self, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
+        if not journal.draft_nodes:  # the reference: the first family at defaults, evaluated while knowledge is read
+            self._start_reading(profile)
+            plain = self.builtin.draft(profile, journal, rng)
+            return plain and replace(plain, plan=f"{plain.plan} (the reference draft, evaluated while the knowledge "
+                                                   "base is read)")
         options = self.options(profile)
         taken = {trick_id for node in journal.draft_nodes if node.trick is not None for trick_id in node.trick.ids}
         models = [o for o in options if o.recipe.kind == "model"]
-        others = [o for o in options if o.recipe.kind != "model"]
+        needed = [o for o in options if o.recipe.op in DATA_OPS]
+        others = [o for o in options if o.recipe.kind != "model" and o.recipe.op not in (*DATA_OPS, *NOT_IN_DRAFTS)]
         drafted = {node.candidate.trainer for node in journal.draft_nodes}
-        for option in models:  # a retrieved model trick decides (or tunes) the model of a draft
-            if option.trick.id in taken:
+        for family in self._families(models, profile):
+            if family in drafted:
                 continue
-            start = self.builtin.base_candidate("hist_gradient_boosting", profile)
-            applied = self._apply(option, start)
-            if applied is None:
-                continue
-            base, note = applied
-            if base.trainer in drafted:
-                continue
-            if base.trainer != start.trainer:  # a new family gets its own preprocessing
-                base = replace(base, steps=steps_for(base.trainer, self.trainers))
-            proposal = self._compose(journal, base, [(option, note)], others, taken)
+            base, used = self.builtin.base_candidate(family, profile), []
+            tuning = next((o for o in models if o.trick.id not in taken and o.recipe.op not in NOT_IN_DRAFTS
+                           and self._changes_within(o, base, family)), None)
+            if tuning is not None:
+                base, note = self._apply(tuning, base)
+                used.append((tuning, note))
+            for option in needed:  # what the columns call for (text, dates, composite ids), in every draft
+                if option.recipe.op in {o.recipe.op for o, _ in used}:
+                    continue
+                result = self._apply(option, base)
+                if result is not None:
+                    base = result[0]
+                    used.append((option, result[1]))
+            proposal = self._compose(journal, base, used, others, taken)
             if proposal is not None:
                 return proposal
-        plain = self.builtin.draft(profile, journal, rng)
-        if plain is None:
-            return None
-        return self._compose(journal, plain.candidate, [], others, taken)
+        return None
+
+    def _families(self, models: Sequence[_Option], profile: TaskProfile) -> list[str]:
+        """The built-in model families, then any other family a retrieved model trick names."""
+        families = list(self.builtin.families)
+        for option in models:
+            result = self._apply(option, self.builtin.base_candidate("hist_gradient_boosting", profile))
+            if result is not None and result[0].trainer not in families:
+                families.append(result[0].trainer)
+        return families
+
+    def _changes_within(self, option: _Option, base: SolutionCandidate, family: str) -> bool:
+        """A model trick that tunes this family (rather than switching to another)."""
+        result = self._apply(option, base)
+        return result is not None and result[0].trainer == family
 
     def _compose(self, journal, base, used, others, taken, max_extra: int = 1) -> Proposal | None:
         """`base` plus up to `max_extra` step/target tricks that no other draft took, so drafts branch differently."""
@@ -494,14 +570,15 @@ class KnowledgeTreeProposer:
         if journal.has(candidate_key(candidate, self.trainers), self.trainers):
             return None
         family = candidate.trainer.replace("_", " ")
+        why = " on log(1 + target), as the metric scores relative errors" if candidate.target_transform else ""
         if not applied:
-            return Proposal(candidate, f"draft: {family} at defaults (every applicable retrieved trick is taken "
-                                       "by another draft)")
+            return Proposal(candidate, f"draft: {family} at defaults{why} (no retrieved trick fits it that another "
+                                       "draft has not taken)")
         reasons = "; ".join(f"{o.recipe.op}{note} from {o.trick.describe()}" for o, note in applied)
         lead = applied[0][0].trick
         trick = replace(lead, related=tuple(o.trick.id for o, _ in applied[1:]),
                         op="+".join(o.recipe.op for o, _ in applied))
-        return Proposal(candidate, f"draft: {family} composed from retrieved tricks — {reasons}", trick)
+        return Proposal(candidate, f"draft: {family}{why} composed from retrieved tricks — {reasons}", trick)
 
     # ---- improve: one trick, or a built-in change
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ class KnowledgeBaseMissing(ValueError):
 @dataclass(frozen=True)
 class SolveSettings:
     time_budget: float | None = 900.0  # seconds for the whole solve; None: unbounded
-    steps: int = 8  # reflection rounds after the seed population
+    steps: int = _DEFAULT_SEARCH.steps  # tree-search steps after the drafts (seed loop: reflection rounds)
     seed: int = 0
     use_kb: bool = False
     cv: int = 5
@@ -117,6 +117,7 @@ def solve_task(
     kb_home: Path | str | None = None,
 ) -> SolveResult:
     """Solve the task into `out_dir`. With `settings.use_kb`, the knowledge base is `kb` or the one in `kb_home`."""
+    started = time.time()
     if (out_dir / TRACE_FILE).exists():
         raise RunFolderError(f"{out_dir}: already holds a run; pass another --out")
     seed_loop = proposer is not None and isinstance(proposer, CandidateProposer)
@@ -129,7 +130,6 @@ def solve_task(
             proposer = BuiltinTreeProposer()
     out_dir.mkdir(parents=True, exist_ok=True)
     dataset = Dataset.from_profile(profile)
-    started = time.time()
     notes: list[str] = []
     journal = None
 
@@ -155,7 +155,11 @@ def solve_task(
             run = automl.solve(dataset)
             trainers = automl.trainers
         else:
-            search = TreeSearch(proposer, settings.search_settings(), cv=settings.cv,
+            search_settings = settings.search_settings()
+            if settings.time_budget is not None:  # loading the data came out of the same budget
+                spent = time.time() - started
+                search_settings = replace(search_settings, time_budget=max(settings.time_budget - spent, 1.0))
+            search = TreeSearch(proposer, search_settings, cv=settings.cv,
                                 candidate_time_limit=settings.candidate_time_limit,
                                 memory_limit=settings.memory_limit, on_node=record_node)
             result = search.run(profile, dataset)

@@ -27,7 +27,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
-from agent.engine import Dataset
+from agent import runtime
+from agent.engine import ENSEMBLE, Dataset, ensemble_spec
+from agent.ensemble import blend, blendable
 from agent.loop import (
     DEFAULT_CANDIDATE_TIME_LIMIT,
     AgenticAutoML,
@@ -42,10 +44,12 @@ from agent.render import NotRenderableError, render_model
 from agent.sandbox import DEFAULT_MEMORY_LIMIT
 from agent.spec import SolutionSpec, SpecError, Step, ValidationSpec
 from agent.steps import BUILTIN_STEPS, TARGET_OPS, StepOp
-from agent.verifier import Verifier
+from agent.verifier import Evidence, Verifier
 from retrieval.profile import TaskProfile
 
 DRAFT, IMPROVE, DEBUG = "draft", "improve", "debug"
+TYPICAL_BLEND_SIZE = 4  # members greedy selection keeps, as a rule, from the best verified nodes
+REFIT_SHARE = 0.35  # one fit on all rows, as a share of a 5-fold CV's seconds (about 1.25/5, with a margin)
 ACTIONS = (DRAFT, IMPROVE, DEBUG)
 VALID, BUGGY, DEAD = "valid", "buggy", "dead"
 
@@ -99,6 +103,7 @@ class Node:
     debug_depth: int = 0  # consecutive debug steps that led to this node
     elapsed: float = 0.0
     started: float = 0.0  # seconds since the search started
+    members: tuple[int, ...] = ()  # for a blend: the nodes it combines (the heaviest one is its parent)
 
     @property
     def valid(self) -> bool:
@@ -115,7 +120,7 @@ class Node:
             "status": self.status, "metric": json_number(self.metric) if self.metric is not None else None,
             "score": json_number(self.score), "output": self.output, "error": self.error,
             "trick": self.trick.to_dict() if self.trick else None, "debug_depth": self.debug_depth,
-            "elapsed": round(self.elapsed, 3), "started": round(self.started, 3),
+            "elapsed": round(self.elapsed, 3), "started": round(self.started, 3), "members": list(self.members),
         }
 
     @classmethod
@@ -128,7 +133,7 @@ class Node:
             output=data.get("output", ""), error=data.get("error", ""),
             trick=AppliedTrick.from_dict(data["trick"]) if data.get("trick") else None,
             debug_depth=int(data.get("debug_depth", 0)), elapsed=float(data.get("elapsed", 0.0)),
-            started=float(data.get("started", 0.0)),
+            started=float(data.get("started", 0.0)), members=tuple(data.get("members") or ()),
         )
 
 
@@ -298,7 +303,7 @@ class SearchSettings:
     max_debug_depth: int = 3  # AIDE's value: three repair attempts in a row, then the branch is dead
     greedy_prob: float = 0.8  # improve the best node; otherwise a random verified one (exploration)
     trick_prob: float = 0.5  # knowledge proposer: improve with one retrieved trick vs a built-in change
-    steps: int = 8  # search steps after the initial drafts
+    steps: int = 100  # search steps after the initial drafts; the wall-clock budget usually ends a search first
     time_budget: float | None = 900.0  # seconds for the whole search; None: unbounded
     seed: int = 0
 
@@ -339,6 +344,15 @@ class Proposal:
     trick: AppliedTrick | None = None
 
 
+@dataclass(frozen=True)
+class BlendProposal:
+    """Blend verified nodes: the search weighs `members` (node ids) by greedy selection on their OOF predictions."""
+
+    members: tuple[int, ...]
+    plan: str
+    trick: AppliedTrick | None = None
+
+
 @runtime_checkable
 class TreeProposer(Protocol):
     """Proposes the next solution for each kind of step; None when it has nothing (more) to offer."""
@@ -348,6 +362,13 @@ class TreeProposer(Protocol):
     def improve(self, node: Node, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None: ...
 
     def debug(self, node: Node, profile: TaskProfile, rng: random.Random) -> Proposal | None: ...
+
+
+@runtime_checkable
+class BlendingProposer(Protocol):
+    """A proposer that may end the search by blending nodes (the knowledge proposer, when a trick says so)."""
+
+    def blend(self, profile: TaskProfile, journal: Journal) -> BlendProposal | None: ...
 
 
 # ---------------------------------------------------------------------------------------------- the search
@@ -399,15 +420,24 @@ class TreeSearch:
         rng = random.Random(settings.seed)
         validation = ValidationSpec(n_splits=engine.cv, seed=engine.random_state)
         baseline_score = engine.baseline(dataset, validation)
+        blending = isinstance(self.proposer, BlendingProposer) and blendable(dataset.metric, dataset.task_type)
 
         journal = journal if journal is not None else Journal()
         attempts: list[AttemptRecord] = []
-        best_attempt: AttemptRecord | None = None
+        predictions: dict[int, Any] = {}  # node id -> out-of-fold predictions, for blending
         stop_reason, search_steps = "", 0
         policy = self.policy
+
+        def record(node: Node, attempt: AttemptRecord) -> None:
+            attempts.append(attempt)
+            if node.valid and attempt.evidence.predictions is not None:
+                predictions[node.id] = attempt.evidence.predictions
+            if self.on_node is not None:
+                self.on_node(node, attempt)
+
         while True:
-            if time.monotonic() >= deadline:
-                stop_reason = "time budget used up"
+            if time.monotonic() >= deadline - self.refit_reserve(journal, blending):
+                stop_reason = "time budget used up (what is left is kept for the final refit)"
                 break
             drafting = len(journal.draft_nodes) < policy.settings.num_drafts
             if not drafting and search_steps >= settings.steps:
@@ -426,22 +456,37 @@ class TreeSearch:
                 break
             if not drafting:
                 search_steps += 1
-            node, attempt = self._evaluate(proposal, action, target, dataset, journal, validation,
-                                           baseline_score, deadline, started, best_attempt)
-            attempts.append(attempt)
-            if attempt.improved:
-                best_attempt = attempt
-            if self.on_node is not None:
-                self.on_node(node, attempt)
+            record(*self._evaluate(proposal, action, target, dataset, journal, validation, baseline_score,
+                                   deadline, started, self._best_attempt(attempts)))
+
+        if blending:
+            proposal = self.proposer.blend(profile, journal)
+            made = proposal and self._blend(proposal, dataset, journal, predictions, validation, baseline_score,
+                                            started, self._best_attempt(attempts))
+            if made:
+                record(*made)
 
         run = EngineeringRun(attempts=tuple(attempts), best_candidate=None, best_score=-math.inf, model=None,
                              metric=dataset.metric, baseline_score=baseline_score, n_iterations=search_steps,
                              stop_reason=stop_reason)
         best = journal.best()
         if best is not None:
+            cv_seconds = sum(journal[i].elapsed for i in best.members) if best.members else best.elapsed
             run = engine.refit(run, best.candidate, best.score, SolutionSpec.from_dict(best.spec), dataset,
-                               deadline, best.elapsed)
+                               deadline, cv_seconds)
         return SearchResult(journal, run, tuple(attempts), engine.trainers)
+
+    @staticmethod
+    def refit_reserve(journal: Journal, blending: bool) -> float:
+        """Seconds kept back for refitting the final solution on all rows: one fit costs about a quarter of a
+        5-fold CV, and a blend refits each of its members (typically a few of the best nodes)."""
+        ranked = sorted(journal.valid_nodes, key=lambda node: node.score, reverse=True)
+        refit = ranked[:TYPICAL_BLEND_SIZE] if blending else ranked[:1]
+        return REFIT_SHARE * sum(node.elapsed for node in refit)
+
+    @staticmethod
+    def _best_attempt(attempts: Sequence[AttemptRecord]) -> AttemptRecord | None:
+        return next((attempt for attempt in reversed(attempts) if attempt.improved), None)
 
     def _propose(self, action: str, target: Node | None, profile: TaskProfile, journal: Journal,
                  rng: random.Random) -> Proposal | None:
@@ -459,10 +504,45 @@ class TreeSearch:
         if candidate.steps is None and candidate.trainer in engine.trainers:  # nodes record their full pipeline
             candidate = replace(candidate, steps=tuple(default_steps(engine.trainers[candidate.trainer])))
         spec, evidence = engine.evaluate(candidate, dataset, validation, deadline)
+        return self._add_node(replace(candidate, rationale=proposal.plan), proposal.trick, spec, evidence, action,
+                              parent, dataset, journal, baseline_score, started, best_attempt)
+
+    def _blend(self, proposal: BlendProposal, dataset: Dataset, journal: Journal, predictions: Mapping[int, Any],
+               validation: ValidationSpec, baseline_score: float, started: float,
+               best_attempt: AttemptRecord | None) -> tuple[Node, AttemptRecord] | None:
+        """A node blending the proposal's members from their OOF predictions (nothing is fitted); None when the
+        best blend is a single node."""
+        ids = [i for i in proposal.members if i in predictions and journal[i].valid]
+        if len(ids) < 2:
+            return None
+        clock = time.monotonic()
+        folds = runtime.make_folds(dataset.y, classification=dataset.classification, n_splits=validation.n_splits,
+                                   seed=validation.seed)
+        mixed = blend([predictions[i] for i in ids], dataset.y, dataset.metric, folds)
+        if len(mixed.members) < 2:
+            return None
+        members = [journal[ids[k]] for k in mixed.members]
+        weights = [mixed.weights[k] for k in mixed.members]
+        spec = ensemble_spec([SolutionSpec.from_dict(node.spec) for node in members], weights, validation)
+        evidence = Evidence("ok", mixed.metric_value, mixed.fold_values, ignored_files=dataset.ignored_files,
+                            elapsed=time.monotonic() - clock, predictions=mixed.predictions)
+        parts = ", ".join(f"node {node.id} ({node.candidate.trainer}) x {weight:.2f}"
+                          for node, weight in zip(members, weights))
+        plan = f"{proposal.plan}: {parts} (weights by greedy selection on out-of-fold predictions)"
+        candidate = SolutionCandidate(ENSEMBLE, dict(spec.model.params), plan, ())
+        heaviest = members[int(max(range(len(weights)), key=weights.__getitem__))]
+        return self._add_node(candidate, proposal.trick, spec, evidence, IMPROVE, heaviest, dataset, journal,
+                              baseline_score, started, best_attempt, tuple(node.id for node in members))
+
+    def _add_node(self, candidate: SolutionCandidate, trick: AppliedTrick | None, spec: SolutionSpec,
+                  evidence: Evidence, action: str, parent: Node | None, dataset: Dataset, journal: Journal,
+                  baseline_score: float, started: float, best_attempt: AttemptRecord | None,
+                  members: tuple[int, ...] = ()) -> tuple[Node, AttemptRecord]:
+        """Verify the evidence and append the node (and its attempt record) to the journal."""
+        engine = self.engine
         verdict = engine.verifier.verify(evidence, baseline_score, dataset.metric_info)
         improved = verdict.valid and (best_attempt is None or verdict.score > best_attempt.score)
         elapsed_since_start = time.monotonic() - started
-        candidate = replace(candidate, rationale=proposal.plan)
         attempt = AttemptRecord(len(journal), action, candidate, spec, evidence, verdict,
                                 elapsed_since_start - evidence.elapsed, improved)
         debug_depth = parent.debug_depth + 1 if action == DEBUG and parent is not None else 0
@@ -475,10 +555,11 @@ class TreeSearch:
         metric = evidence.metric_value if math.isfinite(evidence.metric_value) else None
         output = "; ".join([verdict.reason, *verdict.notes])
         node = journal.append(Node(
-            id=len(journal), parent_id=parent.id if parent is not None else None, action=action, plan=proposal.plan,
-            candidate=candidate, spec=spec.to_dict(), code=code, status=status, metric=metric, score=verdict.score,
-            output=output, error=_error_tail(evidence.error), trick=proposal.trick, debug_depth=debug_depth,
-            elapsed=evidence.elapsed, started=elapsed_since_start - evidence.elapsed,
+            id=len(journal), parent_id=parent.id if parent is not None else None, action=action,
+            plan=candidate.rationale, candidate=candidate, spec=spec.to_dict(), code=code, status=status,
+            metric=metric, score=verdict.score, output=output, error=_error_tail(evidence.error), trick=trick,
+            debug_depth=debug_depth, elapsed=evidence.elapsed, started=elapsed_since_start - evidence.elapsed,
+            members=members,
         ))
         return node, attempt
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
@@ -53,6 +53,8 @@ class Evidence:
     inspection: Inspection = Inspection()
     ignored_files: tuple[str, ...] = ()
     elapsed: float = 0.0
+    # Every training row's out-of-fold prediction (what the metric scores), for blending candidates; not compared.
+    predictions: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

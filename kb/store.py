@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -57,7 +58,9 @@ class KnowledgeBase:
         self.home.mkdir(parents=True, exist_ok=True)
         self._embedder = embedder
         self.taxonomy = taxonomy or load_taxonomy()
-        self.catalog = sqlite_utils.Database(self.home / "catalog.db")
+        # Readers may hand the store to a worker thread (the agent retrieves while a candidate is evaluated);
+        # one thread uses it at a time, and writers hold the write lock.
+        self.catalog = sqlite_utils.Database(sqlite3.connect(self.home / "catalog.db", check_same_thread=False))
         self.catalog.conn.execute("PRAGMA busy_timeout = 60000")
         if self.catalog.journal_mode != "wal":
             self.catalog.enable_wal()

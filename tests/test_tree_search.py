@@ -17,7 +17,7 @@ from agent.cli import main
 from agent.engine import Dataset
 from agent.loop import SolutionCandidate
 from agent.models import LINEAR_STEPS, TREE_STEPS
-from agent.search_proposers import BuiltinTreeProposer, diagnose
+from agent.search_proposers import BLEND_OPS, BuiltinTreeProposer, diagnose
 from agent.spec import Step
 from agent.tree import (
     BUGGY,
@@ -308,19 +308,29 @@ def test_use_kb_search_composes_and_names_retrieved_tricks(tmp_path, make_kb):
     assert run["settings"]["use_kb"] is True and "KnowledgeTreeProposer" in run["search"]
     journal = Journal.from_dict(run["journal"])
     drafts = journal.draft_nodes
-    assert len(drafts) == 3 and all(draft.trick is not None for draft in drafts)
-    for draft in drafts:  # the plan says which trick (title and origin) motivated the draft
+    # the first draft is the reference (the first family at defaults), evaluated while the knowledge is read
+    assert len(drafts) == 3 and drafts[0].trick is None and "reference draft" in drafts[0].plan
+    assert all(draft.trick is not None for draft in drafts[1:])
+    for draft in drafts[1:]:  # the plan says which trick (title and origin) motivated the draft
         assert f"trick {draft.trick.id} '" in draft.plan and "data/knowledge/" in draft.plan
         assert base.get(draft.trick.id) is not None
-    draft_tricks = [set(draft.trick.ids) for draft in drafts]
+    draft_tricks = [set(draft.trick.ids) for draft in drafts[1:]]
     assert all(not (a & b) for i, a in enumerate(draft_tricks) for b in draft_tricks[i + 1:])  # drafts differ
-    with_tricks = [n for n in journal if n.action == IMPROVE and n.trick is not None]
+    assert len({draft.candidate.trainer for draft in drafts}) == 3
+    with_tricks = [n for n in journal if n.action == IMPROVE and n.trick is not None and not n.members]
     assert with_tricks, [n.plan for n in journal]
     for improved in with_tricks:  # exactly one trick per improvement, never one already used on the branch
         assert f"apply {improved.trick.op}" in improved.plan and improved.trick.related == ()
         earlier = [t for ancestor in journal.path(journal.parent(improved)) if ancestor.trick
                    for t in ancestor.trick.ids]
         assert improved.trick.id not in earlier
+    # an ensembling card is retrieved for a tabular task, so the search ends by blending its best nodes
+    blend = journal.nodes[-1]
+    assert len(blend.members) >= 2 and blend.parent_id in blend.members and blend.candidate.trainer == "ensemble"
+    assert blend.trick.op in BLEND_OPS and f"as trick {blend.trick.id} '" in blend.plan
+    weights = blend.spec["model"]["params"]["weights"]
+    assert len(weights) == len(blend.members) and sum(weights) == pytest.approx(1.0)
+    assert blend.valid and blend.score >= max(journal[i].score for i in blend.members)
     trace = [json.loads(line) for line in (tmp_path / "run" / "trace.jsonl").read_text().splitlines()]
-    assert trace[0]["trick"]["id"] == drafts[0].trick.id and trace[0]["trick"]["source"]
+    assert trace[1]["trick"]["id"] == drafts[1].trick.id and trace[1]["trick"]["source"]
     assert (tmp_path / "run" / "submission.csv").is_file()
