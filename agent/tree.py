@@ -436,7 +436,9 @@ class TreeSearch:
                 self.on_node(node, attempt)
 
         while True:
-            if time.monotonic() >= deadline - self.refit_reserve(journal, blending):
+            # No node may run into the time kept back for the final refit.
+            search_deadline = deadline - self.refit_reserve(journal, blending)
+            if time.monotonic() >= search_deadline:
                 stop_reason = "time budget used up (what is left is kept for the final refit)"
                 break
             drafting = len(journal.draft_nodes) < policy.settings.num_drafts
@@ -457,7 +459,7 @@ class TreeSearch:
             if not drafting:
                 search_steps += 1
             record(*self._evaluate(proposal, action, target, dataset, journal, validation, baseline_score,
-                                   deadline, started, self._best_attempt(attempts)))
+                                   search_deadline, started, self._best_attempt(attempts)))
 
         if blending:
             proposal = self.proposer.blend(profile, journal)
