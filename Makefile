@@ -26,7 +26,8 @@ demo: install
 	$(BIN)/kb tricks --task-type "tabular classification" -k 5
 	$(BIN)/python -m bench.tasks attrition runs/demo-attrition
 	$(BIN)/kb tricks --task runs/demo-attrition -k 5
-	$(BIN)/agent solve runs/demo-attrition --time-budget 120 --out runs/demo-attrition-solution
+	rm -rf runs/demo-attrition-solution
+	$(BIN)/agent solve runs/demo-attrition --use-kb --time-budget 120 --out runs/demo-attrition-solution
 
 test: install
 	$(BIN)/python -m pytest -q
