@@ -22,24 +22,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agent.loop import SolutionCandidate
-from agent.models import (
-    LINEAR_STEPS,
-    TREE_STEPS,
-    Trainer,
-    default_steps,
-    trainer_registry,
-)
+from agent.models import LINEAR_STEPS, TREE_STEPS, Trainer, default_steps, trainer_registry
 from agent.proposer import _LINEAR_VARIATIONS, LOG_TARGET, SEED_TRAINERS, VARIATIONS
 from agent.spec import Step
-from agent.tree import (
-    IMPROVE,
-    AppliedTrick,
-    BlendProposal,
-    Journal,
-    Node,
-    Proposal,
-    candidate_key,
-)
+from agent.tree import IMPROVE, AppliedTrick, BlendProposal, Journal, Node, Proposal, candidate_key
 from retrieval.profile import TaskProfile
 
 _LOG_SCALE_METRICS = ("rmsle", "mape")
@@ -92,6 +78,10 @@ def log_target_fits(profile: TaskProfile) -> bool:
     return profile.task_type == "regression" and profile.metric in _LOG_SCALE_METRICS
 
 
+def target_note(candidate: SolutionCandidate) -> str:
+    return " on log(1 + target), as the metric scores relative errors" if candidate.target_transform else ""
+
+
 def describe_score(node: Node, profile: TaskProfile) -> str:
     return f"CV {profile.metric}={node.metric:.4f}" if node.metric is not None else "no CV score"
 
@@ -132,9 +122,8 @@ class BuiltinTreeProposer:
             candidate = self.base_candidate(family, profile)
             if journal.has(candidate_key(candidate, self.trainers), self.trainers):
                 continue
-            why = " on log(1 + target), as the metric scores relative errors" if candidate.target_transform else ""
-            return Proposal(candidate, f"draft: {family.replace('_', ' ')} at defaults{why} — a model family no "
-                                       f"other draft uses")
+            return Proposal(candidate, f"draft: {family.replace('_', ' ')} at defaults{target_note(candidate)} — a "
+                                       "model family no other draft uses")
         return None
 
     def base_candidate(self, trainer: str, profile: TaskProfile) -> SolutionCandidate:
@@ -397,9 +386,7 @@ class KnowledgeTreeProposer:
 
     def __init__(self, kb, trainers: Mapping[str, Trainer] | None = None, *, trick_prob: float = 0.5, k: int = 40,
                  retrieved: Sequence[Any] | None = None, embedder=None, min_mapping_confidence: float = 0.5):
-        from agent import (
-            recipes,  # the executable recipe catalogue; imported here, when knowledge is asked for
-        )
+        from agent import recipes  # the executable recipe catalogue; imported here, when knowledge is asked for
 
         self.recipes = recipes
         self.kb = kb
@@ -531,8 +518,7 @@ class KnowledgeTreeProposer:
                     used.append((option, result[1]))
             if journal.has(candidate_key(candidate, self.trainers), self.trainers):
                 continue
-            name = family.replace("_", " ")
-            why = " on log(1 + target), as the metric scores relative errors" if candidate.target_transform else ""
+            name, why = family.replace("_", " "), target_note(candidate)
             if not used:
                 return Proposal(candidate, f"draft: {name} at defaults{why} (no retrieved trick is about a kind of "
                                            "column this task has)")
