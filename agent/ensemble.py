@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent import runtime
+from agent.verifier import oriented
 from retrieval.metrics import MetricInfo, metric_info
 
 DEFAULT_ROUNDS = 25  # AutoGluon uses 25 rounds of selection too
@@ -47,15 +48,14 @@ def blendable(metric: str, task_type: str) -> bool:
 
 
 def _score(info: MetricInfo, y: np.ndarray, prediction: np.ndarray) -> float:
-    value = float(runtime.METRIC_FUNCTIONS[info.name](y, prediction))
-    return value if info.greater_is_better else -value
+    return oriented(float(runtime.METRIC_FUNCTIONS[info.name](y, prediction)), info)
 
 
 def hill_climb(predictions: Sequence[np.ndarray], y: np.ndarray, metric: str,
                rounds: int = DEFAULT_ROUNDS) -> np.ndarray:
     """Greedy ensemble selection with replacement; the weights of the best blend seen (summing to 1)."""
     info = metric_info(metric)
-    stacked = np.stack([np.asarray(p, dtype=float) for p in predictions])
+    stacked = np.asarray(predictions, dtype=float)  # members x rows (x classes)
     singles = [_score(info, y, p) for p in stacked]
     counts = np.zeros(len(stacked))
     first = int(np.argmax(singles))
@@ -74,6 +74,7 @@ def hill_climb(predictions: Sequence[np.ndarray], y: np.ndarray, metric: str,
 
 def blend(predictions: Sequence[np.ndarray], y: np.ndarray, metric: str, folds, rounds: int = DEFAULT_ROUNDS) -> Blend:
     """Hill-climbed weights over `predictions` (OOF on `folds`), with the blend's per-fold metric."""
-    weights = hill_climb(predictions, y, metric, rounds)
-    blended = np.tensordot(weights, np.stack([np.asarray(p, dtype=float) for p in predictions]), axes=1)
+    stacked = np.asarray(predictions, dtype=float)
+    weights = hill_climb(stacked, y, metric, rounds)
+    blended = np.tensordot(weights, stacked, axes=1)
     return Blend(tuple(float(w) for w in weights), tuple(runtime.fold_scores(blended, y, folds, metric)), blended)
