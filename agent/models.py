@@ -45,20 +45,30 @@ class EstimatorTrainer:
     jobs_param: str | None = None
     # Early stopping on a held-out share of the fit rows, through an eval_set (XGBoost, LightGBM).
     eval_set_early_stopping: bool = False
+    # A `loss` parameter that selects another regressor class (with its defaults), for a model whose class fixes
+    # its loss: ridge is squared error only, the L1 fit is QuantileRegressor.
+    regressor_losses: Mapping[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
 
     def render(self, params: Mapping[str, Any], task_type: str, random_state: int) -> str:
         classification = task_type in ("binary", "multiclass")
+        params = dict(params)
+        estimator = self.classifier if classification else self.regressor
         defaults = self.classifier_defaults if classification else self.regressor_defaults
+        if self.regressor_losses and "loss" in params:
+            loss = params.pop("loss")
+            if classification or loss not in self.regressor_losses:
+                raise SpecError(f"loss={loss!r} is not available for {estimator}; "
+                                f"regression losses: {', '.join(self.regressor_losses)}")
+            estimator, defaults = self.regressor_losses[loss]
         arguments = dict(defaults)
         if self.seed_param:
             arguments[self.seed_param] = random_state
         if self.jobs_param:
             arguments[self.jobs_param] = N_JOBS
-        params = dict(params)
         wrappers = {name: params.pop(name) for name in WRAPPER_PARAMS if name in params}
         arguments.update(params)
         keywords = ", ".join(f"{name}={value!r}" for name, value in arguments.items())
-        model = f"{self.classifier if classification else self.regressor}({keywords})"
+        model = f"{estimator}({keywords})"
         return self._wrapped(model, wrappers, classification, random_state)
 
     def _wrapped(self, model: str, wrappers: Mapping[str, Any], classification: bool, random_state: int) -> str:
@@ -92,7 +102,9 @@ def builtin_trainers() -> dict[str, EstimatorTrainer]:
         "baseline": EstimatorTrainer("DummyClassifier", "DummyRegressor", (),
                                      classifier_defaults={"strategy": "prior"}, seed_param=None),
         "linear": EstimatorTrainer("LogisticRegression", "Ridge", LINEAR_STEPS,
-                                   classifier_defaults={"max_iter": 2000}, seed_param=None),
+                                   classifier_defaults={"max_iter": 2000}, seed_param=None,
+                                   regressor_losses={"absolute_error": ("QuantileRegressor", {
+                                       "quantile": 0.5, "alpha": 0.0, "solver": "highs"})}),
         "random_forest": EstimatorTrainer("RandomForestClassifier", "RandomForestRegressor", TREE_STEPS,
                                           {"n_estimators": 300}, {"n_estimators": 300}, jobs_param="n_jobs"),
         "extra_trees": EstimatorTrainer("ExtraTreesClassifier", "ExtraTreesRegressor", TREE_STEPS,

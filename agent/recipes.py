@@ -298,6 +298,29 @@ def _gbdt_params(candidate: SolutionCandidate, params: Mapping[str, Any]) -> Sol
     return _set_params(candidate, {k: v for k, v in changes.items() if v is not None or k == "max_depth"})
 
 
+# loss -> trainer -> the parameters that make that trainer fit it.
+_LOSSES = {
+    "absolute_error": {"xgboost": {"objective": "reg:absoluteerror"}, "lightgbm": {"objective": "l1"},
+                       "catboost": {"loss_function": "MAE"}, "hist_gradient_boosting": {"loss": "absolute_error"},
+                       "linear": {"loss": "absolute_error"}},
+}
+
+
+def _loss_for_metric(candidate: SolutionCandidate, params: Mapping[str, Any]) -> SolutionCandidate:
+    loss = params.get("loss", "absolute_error")
+    if loss not in _LOSSES:
+        raise SpecError(f"loss_for_metric: loss={loss!r} is not supported; use one of {list(_LOSSES)}")
+    changes = _LOSSES[loss].get(candidate.trainer)
+    if changes is None:  # forests: sklearn's absolute_error criterion costs O(n^2) per split
+        raise SpecError(f"loss_for_metric: {candidate.trainer!r} has no practical {loss} loss; "
+                        f"use one of {', '.join(_LOSSES[loss])}")
+    kept = dict(candidate.params)
+    if candidate.trainer == "linear":
+        kept.pop("alpha", None)  # ridge's L2 strength means something else to QuantileRegressor
+    params = {**kept, **changes}
+    return candidate if params == dict(candidate.params) else replace(candidate, params=params)
+
+
 def _class_weights(candidate: SolutionCandidate, params: Mapping[str, Any]) -> SolutionCandidate:
     mode = params.get("mode", "balanced")
     if mode != "balanced":
@@ -346,6 +369,7 @@ def _native_categorical(candidate: SolutionCandidate, params: Mapping[str, Any])
 _MODEL_OPS: dict[str, Callable[[SolutionCandidate, Mapping[str, Any]], SolutionCandidate]] = {
     "set_model": _set_model,
     "gbdt_params": _gbdt_params,
+    "loss_for_metric": _loss_for_metric,
     "class_weights": _class_weights,
     "early_stopping": _early_stopping,
     "low_lr_more_trees": _low_lr_more_trees,
@@ -569,6 +593,8 @@ _CONDITIONS: dict[str, Callable[[TaskProfile], str | None]] = {
     "binning": lambda p: None if _numeric(p, min_distinct=11) else "no numeric column with more than 10 values",
     "set_model": lambda p: None,
     "gbdt_params": lambda p: None,
+    "loss_for_metric": lambda p: None if p.task_type == "regression" and p.metric == "mae"
+    else "not a regression scored by mean absolute error (squared-error and log losses already match the others)",
     "class_weights": _class_weights_condition,
     "early_stopping": lambda p: None if p.n_rows >= 500 else "under 500 rows: a held-out share is too small to stop on",
     "low_lr_more_trees": lambda p: None,

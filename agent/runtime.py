@@ -27,7 +27,7 @@ from sklearn.ensemble import (
     VotingRegressor,
 )
 from sklearn.impute import SimpleImputer
-from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.linear_model import LogisticRegression, QuantileRegressor, Ridge
 from sklearn.metrics import (
     accuracy_score,
     balanced_accuracy_score,

@@ -6,8 +6,9 @@ metrics, another categorical encoder, missing-value indicators) and a repair rea
 error text and the step it came from — and changes the spec accordingly, rather than retrying it.
 
 `KnowledgeTreeProposer` (`agent solve --use-kb`) drafts each model family with the retrieved tricks its
-columns need (free text, dates, composite ids), and improves a node with exactly one retrieved trick not
-yet used on its branch (with probability `trick_prob`), else with a built-in change.
+columns and metric need (free text, dates, composite ids; the loss the metric rewards), and improves a node
+with exactly one retrieved trick not yet used on its branch (with probability `trick_prob`), else with a
+built-in change.
 It executes tricks through the recipe catalogue (agent.recipes), imported when it is first used. When
 an ensembling trick was retrieved, it ends the search with a blend of the best nodes.
 """
@@ -55,16 +56,30 @@ _ENCODERS = ("one_hot", "ordinal_encoding", "target_encoding")
 # Ensembling tricks, which the tree search carries out by blending nodes on their out-of-fold predictions
 # (a non-negative weighted average: the constrained form of a linear stack).
 BLEND_OPS = ("hill_climbing_ensemble", "average_ensemble", "rank_average_ensemble", "stacking_linear")
-BLEND_CANDIDATES = 8  # the best verified nodes a blend picks its members from
-# Tricks for a kind of column the task has (free text, dates, composite string ids): every knowledge draft
-# takes them, since a model that drops or mangles those columns loses the signal they carry. Every other trick
+BLEND_CANDIDATES = 8  # the verified nodes a blend picks its members from: each family's best, then the best
+# Tricks for a kind of column the task has (free text, dates, composite string ids) or for the metric (the loss it
+# rewards): every knowledge draft takes them, since a model that drops or mangles those columns loses the signal
+# they carry, and one fitted to another loss predicts another statistic (the mean under MAE). Every other trick
 # enters as a single improvement, where one that does not beat its parent is dropped: composed into drafts
 # untested, retrieved presets cost more than they gave (hpc: an XGBoost draft with a small-data preset scored
 # log loss 0.600 against 0.455 at defaults; churn: HistGradientBoosting with early stopping 0.198 against 0.168).
-DATA_OPS = ("tfidf_text", "tfidf_svd", "text_stats", "split_composite_string", "datetime_parts", "cyclical_encoding")
+NEEDED_OPS = ("tfidf_text", "tfidf_svd", "text_stats", "split_composite_string", "datetime_parts",
+              "cyclical_encoding", "loss_for_metric")
 # Monotone transforms of the features, which leave a tree's splits (so its predictions) unchanged.
 TREE_INVARIANT_OPS = ("standard_scale", "quantile_transform", "log_features")
 TREE_FAMILIES = ("random_forest", "extra_trees", "hist_gradient_boosting", "xgboost", "lightgbm", "catboost")
+
+
+def blend_candidates(journal: Journal) -> list[Node]:
+    """The nodes a blend picks from: the best node of each model family, then the best of the rest. Members that
+    differ in kind are what a blend gains from; the best nodes of a search are often one family's variants."""
+    ranked = sorted((node for node in journal.valid_nodes if not node.members),
+                    key=lambda node: node.score, reverse=True)
+    leaders = list({node.candidate.trainer: node for node in reversed(ranked)}.values())[:BLEND_CANDIDATES]
+    chosen = {node.id for node in leaders}
+    rest = [node for node in ranked if node.id not in chosen]
+    return sorted(leaders + rest[:BLEND_CANDIDATES - len(leaders)],
+                  key=lambda node: node.score, reverse=True)
 
 
 def steps_for(trainer: str, trainers: Mapping[str, Trainer]) -> tuple[Step, ...]:
@@ -429,8 +444,7 @@ class KnowledgeTreeProposer:
                       if item.trick.recipe and item.trick.recipe.get("op") in BLEND_OPS), None)
         if trick is None:
             return None
-        ranked = sorted((node for node in journal.valid_nodes if not node.members),
-                        key=lambda node: node.score, reverse=True)[:BLEND_CANDIDATES]
+        ranked = blend_candidates(journal)
         if len(ranked) < 2:
             return None
         applied = AppliedTrick(trick.id, trick.title or trick.text[:80], trick.source, trick.competition,
@@ -495,7 +509,7 @@ class KnowledgeTreeProposer:
             return None
         return changed, note
 
-    # ---- draft: a model family with the tricks its columns need
+    # ---- draft: a model family with the tricks its columns and metric need
 
     def draft(self, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
         if not journal.draft_nodes:  # the reference: the first family at defaults, evaluated while knowledge is read
@@ -503,7 +517,7 @@ class KnowledgeTreeProposer:
             plain = self.builtin.draft(profile, journal, rng)
             return plain and replace(plain, plan=f"{plain.plan} (the reference draft, evaluated while the knowledge "
                                                    "base is read)")
-        needed = [option for option in self.options(profile) if option.recipe.op in DATA_OPS]
+        needed = [option for option in self.options(profile) if option.recipe.op in NEEDED_OPS]
         drafted = {node.candidate.trainer for node in journal.draft_nodes}
         for family in self.builtin.families:
             if family in drafted:
@@ -521,11 +535,12 @@ class KnowledgeTreeProposer:
             name, why = family.replace("_", " "), target_note(candidate)
             if not used:
                 return Proposal(candidate, f"draft: {name} at defaults{why} (no retrieved trick is about a kind of "
-                                           "column this task has)")
+                                           "column or the metric this task has)")
             reasons = "; ".join(f"{o.recipe.op}{note} from {o.trick.describe()}" for o, note in used)
             trick = replace(used[0][0].trick, related=tuple(o.trick.id for o, _ in used[1:]),
                             op="+".join(o.recipe.op for o, _ in used))
-            return Proposal(candidate, f"draft: {name}{why} with the retrieved tricks its columns need — {reasons}",
+            return Proposal(candidate, f"draft: {name}{why} with the retrieved tricks its columns and metric need — "
+                                       f"{reasons}",
                             trick)
         return None
 
@@ -540,14 +555,16 @@ class KnowledgeTreeProposer:
 
     def improve_with_trick(self, node: Node, profile: TaskProfile, journal: Journal) -> Proposal | None:
         used, ineffective = journal.tricks_on_branch(node)
-        # Retrieval order, but a trick that already failed to beat its parent on other branches goes behind the
-        # ones not yet tried: it is still allowed here (AutoMind's rule is per branch), just not first.
+        # Retrieval order, but what the task needs comes first (the reference draft was made without it), and a
+        # trick that already failed to beat its parent on other branches goes behind the ones not yet tried: it
+        # is still allowed here (AutoMind's rule is per branch), just not first.
         failures = {}
         for child in journal:
             if child.action == IMPROVE and child.trick is not None and not child.members \
                     and not journal.beats_parent(child):
                 failures[child.trick.id] = failures.get(child.trick.id, 0) + 1
-        for option in sorted(self.options(profile), key=lambda option: failures.get(option.trick.id, 0)):
+        for option in sorted(self.options(profile), key=lambda option: (option.recipe.op not in NEEDED_OPS,
+                                                                        failures.get(option.trick.id, 0))):
             if option.trick.id in used or option.trick.id in ineffective:
                 continue
             result = self._apply(option, node.candidate)

