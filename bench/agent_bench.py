@@ -112,11 +112,13 @@ def build_task(name: str, root: Path, split_seed: int = 0):
 
 
 def run_stamp() -> str:
-    """Today's date and the commit the arms run at (marked when the work tree has uncommitted changes)."""
+    """Today's date and the commit the arms run at (marked when the work tree has uncommitted changes other than
+    the benchmark's own results, which a run writes as it goes)."""
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False).stdout.strip()
 
-    changed = git("status", "--porcelain", "--untracked-files=no")
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", f":!{RUNS.relative_to(REPO)}",
+                  f":!{RESULTS.relative_to(REPO)}")
     return f"{time.strftime('%Y-%m-%d')} {git('rev-parse', '--short', 'HEAD')}{'+changes' if changed else ''}"
 
 
