@@ -277,6 +277,44 @@ def markdown(results: list[TaskResult], time_budget: float, split_seed: int = 0)
     return "\n".join(lines)
 
 
+def split_stores(time_budget: float) -> dict[int, list[TaskResult]]:
+    """Every stored split of this budget, by split seed."""
+    stores = {0: runs_path(time_budget)} | {
+        int(path.stem.rsplit("split", 1)[1]): path for path in RUNS.glob(f"{time_budget:g}s-split*.json")}
+    return {seed: load_runs(path) for seed, path in sorted(stores.items()) if path.exists()}
+
+
+def across_splits(splits: dict[int, list[TaskResult]], time_budget: float) -> str:
+    """Per task, how often each pair of agent arms won over the splits where both ran, and by how much on average
+    (the relative score difference, > 0 when the first arm is better)."""
+    pairs = (("kb", "no_kb"), ("kb", "seed_loop"), ("no_kb", "seed_loop"))
+    lines = [f"## Agent arms across train/test splits ({time_budget:g} s)", "",
+             f"Splits {', '.join(str(seed) for seed in splits)} (the sections above); each cell: wins / splits where "
+             "both arms ran, and the mean relative difference in score (positive: the first arm is better).", "",
+             "| task | metric | " + " | ".join(f"{a} vs {b}" for a, b in pairs) + " |", "|---|---|" + "---|" * len(pairs)]
+    tasks = [name for name in DEFAULT_TASKS if any(r.task == name for results in splits.values() for r in results)]
+    totals = {pair: [0, 0] for pair in pairs}
+    for name in tasks:
+        runs = [r for results in splits.values() for r in results if r.task == name]
+        cells = []
+        for pair in pairs:
+            gaps = []
+            for result in runs:
+                mine, theirs = result.score(pair[0]), result.score(pair[1])
+                if mine is not None and theirs is not None and theirs != 0:
+                    gap = (mine - theirs) / abs(theirs)
+                    gaps.append(gap if result.greater_is_better else -gap)
+            wins = sum(gap > 0 for gap in gaps)
+            totals[pair][0] += wins
+            totals[pair][1] += len(gaps)
+            cells.append(f"{wins} / {len(gaps)}, {np.mean(gaps):+.1%}" if gaps else "–")
+        lines.append(f"| {name} | {runs[0].metric} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines += [f"- {a} beats {b} in {won} of {total} (task, split) pairs." for (a, b), (won, total) in totals.items()]
+    lines.append("")
+    return "\n".join(lines)
+
+
 def write_section(path: Path, section: str) -> None:
     """Replace the section of RESULTS.md with `section`'s title line (or append it), leaving every other as it is."""
     title = section.split("\n", 1)[0]
@@ -326,6 +364,7 @@ def main(tasks: str, arms: str, time_budget: float, results: Path, split_seed: i
             progress.advance(bar)
     section = markdown(load_runs(store), time_budget, split_seed)
     write_section(results, section)
+    write_section(results, across_splits(split_stores(time_budget), time_budget))
     click.echo(json.dumps([asdict(outcome) for outcome in outcomes]) if as_json else section)
 
 
