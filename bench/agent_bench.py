@@ -286,11 +286,12 @@ def split_stores(time_budget: float) -> dict[int, list[TaskResult]]:
 
 def across_splits(splits: dict[int, list[TaskResult]], time_budget: float) -> str:
     """Per task, how often each pair of agent arms won over the splits where both ran, and by how much on average
-    (the relative score difference, > 0 when the first arm is better)."""
+    (the score ratio minus 1, > 0 when the first arm is better; see `ratio`)."""
     pairs = (("kb", "no_kb"), ("kb", "seed_loop"), ("no_kb", "seed_loop"))
     lines = [f"## Agent arms across train/test splits ({time_budget:g} s)", "",
              f"Splits {', '.join(str(seed) for seed in splits)} (the sections above); each cell: wins / splits where "
-             "both arms ran, and the mean relative difference in score (positive: the first arm is better).", "",
+             "both arms ran, and the mean score ratio minus 1 (inverted for error metrics; positive: the first arm "
+             "is better).", "",
              "| task | metric | " + " | ".join(f"{a} vs {b}" for a, b in pairs) + " |", "|---|---|" + "---|" * len(pairs)]
     tasks = [name for name in DEFAULT_TASKS if any(r.task == name for results in splits.values() for r in results)]
     totals = {pair: [0, 0] for pair in pairs}
@@ -298,13 +299,9 @@ def across_splits(splits: dict[int, list[TaskResult]], time_budget: float) -> st
         runs = [r for results in splits.values() for r in results if r.task == name]
         cells = []
         for pair in pairs:
-            gaps = []
-            for result in runs:
-                mine, theirs = result.score(pair[0]), result.score(pair[1])
-                if mine is not None and theirs is not None and theirs != 0:
-                    gap = (mine - theirs) / abs(theirs)
-                    gaps.append(gap if result.greater_is_better else -gap)
-            wins = sum(gap > 0 for gap in gaps)
+            compared = [result for result in runs if ratio(result, *pair) is not None]
+            gaps = [ratio(result, *pair) - 1 for result in compared]
+            wins = sum(beats(result, *pair) for result in compared)
             totals[pair][0] += wins
             totals[pair][1] += len(gaps)
             cells.append(f"{wins} / {len(gaps)}, {np.mean(gaps):+.1%}" if gaps else "–")
