@@ -97,20 +97,37 @@ class KnowledgeBase:
         return self._embedder
 
     @cached_property
-    def collection(self):
+    def _chroma(self):
         import chromadb
         from chromadb.config import Settings
 
+        return chromadb.PersistentClient(path=str(self.home / "chroma"), settings=Settings(anonymized_telemetry=False))
+
+    @cached_property
+    def collection(self):
         from kb.chroma import CasebookEmbeddingFunction
 
-        client = chromadb.PersistentClient(
-            path=str(self.home / "chroma"), settings=Settings(anonymized_telemetry=False)
-        )
-        return client.get_or_create_collection(
+        return self._chroma.get_or_create_collection(
             COLLECTION,
             embedding_function=CasebookEmbeddingFunction(str(self.home / "embeddings.db")),
             configuration={"hnsw": {"space": "cosine"}},
         )
+
+    def close(self) -> None:
+        """Release the vector index and the catalog. chromadb shares one client per folder inside a
+        process, so a store must be closed before another process replaces its index (`kb rebuild`)
+        and this process opens it again."""
+        self.__dict__.pop("collection", None)
+        client = self.__dict__.pop("_chroma", None)
+        if client is not None:
+            client.close()
+        self.catalog.conn.close()
+
+    def __enter__(self) -> "KnowledgeBase":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
 
     @contextmanager
     def write_lock(self) -> Iterator[None]:
@@ -208,8 +225,12 @@ class KnowledgeBase:
         """Recreate the vector index from the catalog (the record); vectors come from the embedding
         cache, so only texts never embedded before cost model time. Returns tricks indexed."""
         with self.write_lock():
-            client = self.collection._client
-            client.delete_collection(COLLECTION)
+            from chromadb.errors import NotFoundError
+
+            try:
+                self._chroma.delete_collection(COLLECTION)
+            except NotFoundError:
+                pass  # the index is already gone, which is what a rebuild is for
             self.__dict__.pop("collection", None)
             by_document: dict[str, list[Trick]] = {}
             for row in self.catalog["tricks"].rows_where(order_by="document, id"):

@@ -82,6 +82,7 @@ def test_index_is_rebuilt_from_the_catalog(make_kb, tmp_path):
     ingest([str(source)], base)
     query = "rotate latitude and longitude coordinates"
     before = [h.trick.id for h in base.search(query, k=5)]
+    base.close()
     shutil.rmtree(base.home / "chroma")  # the vector index is lost; the catalog is the record
     fresh = KnowledgeBase(base.home, embedder=base.embedder)
     result = subprocess.run([sys.executable, "-m", "kb", "--home", str(base.home), "rebuild", "--json"],
