@@ -28,7 +28,9 @@ from retrieval.profile import (
 )
 
 CLASSIFICATION_TASKS = ("binary", "multiclass")
-ENSEMBLE = "ensemble"  # the model of a blend: params {"members": [member spec dicts], "weights": [...]}
+# The model of a blend: params {"members": [member spec dicts], "weights": [...]}, and for a stack or a rank
+# average also "intercept" and "link" (see agent.ensemble).
+ENSEMBLE = "ensemble"
 _FILES_EVERY_SOLUTION_READS = {TRAIN_FILE, TEST_FILE, SAMPLE_SUBMISSION_FILE, DESCRIPTION_FILE}
 
 
@@ -119,7 +121,10 @@ def compile_spec(
     if spec.model.name == ENSEMBLE:
         members = [(f"m{index}", compile_spec(member, context, trainers, extra_steps))
                    for index, member in enumerate(ensemble_members(spec))]
-        weights = list(spec.model.params["weights"])
+        params = spec.model.params
+        weights = list(params["weights"])
+        if "link" in params:
+            return Pipeline([("model", runtime.LinearStack(members, weights, params["intercept"], params["link"]))])
         if context.task_type in CLASSIFICATION_TASKS:
             return Pipeline([("model", runtime.VotingClassifier(members, voting="soft", weights=weights))])
         return Pipeline([("model", runtime.VotingRegressor(members, weights=weights))])
@@ -131,11 +136,15 @@ def compile_spec(
     return Pipeline([*steps, ("model", model)])
 
 
-def ensemble_spec(members: Sequence[SolutionSpec], weights: Sequence[float], validation: ValidationSpec) -> SolutionSpec:
-    """A weighted blend of member solutions (probabilities averaged for classification, values for regression)."""
-    return SolutionSpec((), ModelSpec(ENSEMBLE, {"members": [member.to_dict() for member in members],
-                                                  "weights": [float(weight) for weight in weights]}),
-                        None, validation)
+def ensemble_spec(members: Sequence[SolutionSpec], weights: Sequence[float], validation: ValidationSpec, *,
+                  intercept: float = 0.0, link: str | None = None) -> SolutionSpec:
+    """A weighted blend of member solutions (probabilities averaged for classification, values for regression);
+    with a `link`, members are combined in that space with an intercept (runtime.LinearStack)."""
+    params: dict[str, Any] = {"members": [member.to_dict() for member in members],
+                              "weights": [float(weight) for weight in weights]}
+    if link is not None:
+        params.update(intercept=float(intercept), link=link)
+    return SolutionSpec((), ModelSpec(ENSEMBLE, params), None, validation)
 
 
 def ensemble_members(spec: SolutionSpec) -> list[SolutionSpec]:

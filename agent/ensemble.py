@@ -10,6 +10,15 @@ they are non-negative and sum to one, and a member that never helps gets weight 
 The blend is itself a solution (agent.engine.ensemble_spec): refit, rendered and submitted like any
 other. Only metrics scored on probabilities or on regression values can be blended; label metrics
 (accuracy, F1 on labels) cannot be averaged.
+
+Two more ways to combine the same members, each its own candidate that wins only on CV:
+- rank averaging (AUC on a binary task): greedy selection on each member's ranks within a fold, so
+  members whose probabilities are on different scales mix by order only;
+- a linear stack: a linear model fitted on the members' out-of-fold predictions, in the metric's space
+  (log-odds for a binary classifier, log1p values under RMSLE), with an intercept. Least squares with
+  non-negative weights for regression, logistic regression for classification.
+Both are rendered as runtime.LinearStack, which combines refit members with those fixed coefficients,
+so their CV in solution.py is exactly the out-of-fold score reported here, as for the average.
 """
 
 from __future__ import annotations
@@ -18,12 +27,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from agent import runtime
 from agent.verifier import oriented
 from retrieval.metrics import MetricInfo, metric_info
 
 DEFAULT_ROUNDS = 25  # AutoGluon uses 25 rounds of selection too
+AVERAGE, RANK_AVERAGE, STACK = "average", "rank_average", "stack"
+RANK_METRICS = ("roc_auc",)  # scored on the order of predictions only
+STACK_METRICS = ("rmse", "mse", "r2", "rmsle", "roc_auc", "log_loss")  # fitted by least squares or log loss
 
 
 @dataclass(frozen=True)
@@ -31,11 +44,14 @@ class Blend:
     weights: tuple[float, ...]  # one per candidate member, in the order given; 0 for members left out
     fold_values: tuple[float, ...]  # the metric on each validation fold of the blended OOF predictions
     predictions: np.ndarray  # the blended OOF predictions
+    kind: str = AVERAGE  # AVERAGE, RANK_AVERAGE or STACK
+    intercept: float = 0.0  # a stack's intercept, in its link's space
+    link: str = "identity"  # the space members are combined in (runtime.LINKS)
 
     @property
     def members(self) -> tuple[int, ...]:
-        """Positions of the members with a positive weight."""
-        return tuple(index for index, weight in enumerate(self.weights) if weight > 0)
+        """Positions of the members with a weight (a stack's may be negative)."""
+        return tuple(index for index, weight in enumerate(self.weights) if weight != 0)
 
     @property
     def metric_value(self) -> float:
@@ -78,3 +94,54 @@ def blend(predictions: Sequence[np.ndarray], y: np.ndarray, metric: str, folds, 
     weights = hill_climb(stacked, y, metric, rounds)
     blended = np.tensordot(weights, stacked, axes=1)
     return Blend(tuple(float(w) for w in weights), tuple(runtime.fold_scores(blended, y, folds, metric)), blended)
+
+
+def _binary_scores(predictions: np.ndarray) -> np.ndarray:
+    """Members x rows: each member's probability of the positive class."""
+    return np.asarray(predictions, dtype=float)[:, :, 1]
+
+
+def rank_blend(predictions: Sequence[np.ndarray], y: np.ndarray, metric: str, folds,
+               rounds: int = DEFAULT_ROUNDS) -> Blend:
+    """Greedy selection on the members' ranks within each validation fold (as runtime.LinearStack ranks the
+    batch it predicts); for rank metrics on binary tasks."""
+    scores, groups = _binary_scores(predictions), [valid_rows for _, valid_rows in folds]
+    ranks = runtime.apply_link(scores, "rank", groups)
+    weights = hill_climb(np.stack([1.0 - ranks, ranks], axis=-1), y, metric, rounds)
+    blended = runtime.combine(scores, weights, 0.0, "rank", classification=True, groups=groups)
+    return Blend(tuple(float(w) for w in weights), tuple(runtime.fold_scores(blended, y, folds, metric)), blended,
+                 RANK_AVERAGE, 0.0, "rank")
+
+
+def stack(predictions: Sequence[np.ndarray], y: np.ndarray, metric: str, folds, classification: bool) -> Blend:
+    """A linear model on the members' out-of-fold predictions (in the link's space), with an intercept."""
+    if classification:
+        link, member_values = "logit", _binary_scores(predictions)
+        meta = LogisticRegression().fit(runtime.apply_link(member_values, link).T, y)
+        coefficients, intercept = meta.coef_[0], float(meta.intercept_[0])
+    else:
+        link = "log1p" if metric == "rmsle" else "identity"
+        member_values = np.asarray(predictions, dtype=float)
+        meta = LinearRegression(positive=True).fit(runtime.apply_link(member_values, link).T,
+                                                   runtime.apply_link(y, link))
+        coefficients, intercept = meta.coef_, float(meta.intercept_)
+    combined = runtime.combine(member_values, coefficients, intercept, link, classification=classification)
+    return Blend(tuple(float(c) for c in coefficients), tuple(runtime.fold_scores(combined, y, folds, metric)),
+                 combined, STACK, intercept, link)
+
+
+def blends(predictions: Sequence[np.ndarray], y: np.ndarray, metric: str, task_type: str, folds) -> list[Blend]:
+    """Every combination of the members that fits the metric: the weighted average, then a rank average (rank
+    metrics on binary tasks) and a linear stack of the members the average kept."""
+    average = blend(predictions, y, metric, folds)
+    found = [average]
+    if task_type == "binary" and metric in RANK_METRICS:
+        found.append(rank_blend(predictions, y, metric, folds))
+    if task_type in ("binary", "regression") and metric in STACK_METRICS and len(average.members) >= 2:
+        kept = list(average.members)
+        stacked = stack([predictions[k] for k in kept], y, metric, folds, classification=task_type == "binary")
+        weights = np.zeros(len(predictions))
+        weights[kept] = stacked.weights
+        found.append(Blend(tuple(float(w) for w in weights), stacked.fold_values, stacked.predictions, STACK,
+                           stacked.intercept, stacked.link))
+    return found

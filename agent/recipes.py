@@ -37,11 +37,11 @@ RECIPES_PATH = DATA_DIR / "recipes.json"
 # Ops of data/recipes.json that are not one change to one candidate, and why.
 LEFT_OUT: dict[str, str] = {
     "seed_bagging": "an ensemble of several fits: the tree search combines candidates",
-    # The next four are carried out by the tree search, not by changing one candidate: it ends with a blend of
-    # the best nodes, weighed by greedy selection on their out-of-fold predictions (agent.ensemble).
+    # The next four are carried out by the tree search, not by changing one candidate: it ends by combining the
+    # best nodes from their out-of-fold predictions (agent.ensemble), each way a node that wins only on CV.
     "average_ensemble": "an ensemble of several candidates: the tree search's final blend",
-    "rank_average_ensemble": "an ensemble of several candidates: the tree search's final blend (probability average)",
-    "stacking_linear": "a linear stack of out-of-fold predictions: the tree search's final blend (non-negative weights)",
+    "rank_average_ensemble": "an ensemble of several candidates: the tree search's final rank average (AUC)",
+    "stacking_linear": "a linear model on several candidates' out-of-fold predictions: the tree search's final stack",
     "hill_climbing_ensemble": "greedy selection on out-of-fold predictions: the tree search's final blend",
     "optuna_search": "a search over many candidates, not one change: the tree search",
     "validation_scheme": "changes how every candidate is scored, not a candidate (ValidationSpec)",

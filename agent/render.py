@@ -65,9 +65,14 @@ def render_model(
     if spec.model.name == ENSEMBLE:
         members = ",\n".join(f"(\"m{index}\", {render_model(member, dataset, trainers, random_state, extra_steps)})"
                              for index, member in enumerate(ensemble_members(spec)))
-        voting = ("VotingClassifier([\n{members}], voting=\"soft\", weights={weights!r})" if dataset.classification
-                  else "VotingRegressor([\n{members}], weights={weights!r})")
-        model = voting.format(members=members, weights=list(spec.model.params["weights"]))
+        params = spec.model.params
+        if "link" in params:
+            model = (f"LinearStack([\n{members}], weights={list(params['weights'])!r}, "
+                     f"intercept={params['intercept']!r}, link={params['link']!r})")
+        else:
+            voting = ("VotingClassifier([\n{members}], voting=\"soft\", weights={weights!r})" if dataset.classification
+                      else "VotingRegressor([\n{members}], weights={weights!r})")
+            model = voting.format(members=members, weights=list(params["weights"]))
         return f"Pipeline([(\"model\", {model})])"
     context = dataset.compile_context(random_state)
     lines = []

@@ -53,8 +53,8 @@ _STEP_MARKERS = {
     "standard_scale": ("StandardScaler", "_data.py"),
 }
 _ENCODERS = ("one_hot", "ordinal_encoding", "target_encoding")
-# Ensembling tricks, which the tree search carries out by blending nodes on their out-of-fold predictions
-# (a non-negative weighted average: the constrained form of a linear stack).
+# Ensembling tricks, which the tree search carries out by combining nodes on their out-of-fold predictions: a
+# weighted average, a rank average (AUC) and a linear stack, each a node that wins only on CV (agent.ensemble).
 BLEND_OPS = ("hill_climbing_ensemble", "average_ensemble", "rank_average_ensemble", "stacking_linear")
 BLEND_CANDIDATES = 8  # the verified nodes a blend picks its members from: each family's best, then the best
 # Tricks for a kind of column the task has (free text, dates, composite string ids) or for the metric (the loss it

@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from agent import runtime
 from agent.engine import ENSEMBLE, Dataset, ensemble_spec
-from agent.ensemble import blend, blendable
+from agent.ensemble import AVERAGE, RANK_AVERAGE, STACK, Blend, blendable, blends
 from agent.loop import (
     DEFAULT_CANDIDATE_TIME_LIMIT,
     AgenticAutoML,
@@ -346,7 +346,8 @@ class Proposal:
 
 @dataclass(frozen=True)
 class BlendProposal:
-    """Blend verified nodes: the search weighs `members` (node ids) by greedy selection on their OOF predictions."""
+    """Blend verified nodes: the search combines `members` (node ids) from their OOF predictions, each way that
+    fits the metric (agent.ensemble.blends); every combination is a node that wins only on CV."""
 
     members: tuple[int, ...]
     plan: str
@@ -463,10 +464,10 @@ class TreeSearch:
 
         if blending:
             proposal = self.proposer.blend(profile, journal)
-            made = proposal and self._blend(proposal, dataset, journal, predictions, validation, baseline_score,
-                                            started, self._best_attempt(attempts))
-            if made:
-                record(*made)
+            if proposal is not None:
+                for combination in self._blends(proposal, dataset, journal, predictions, validation):
+                    record(*self._add_blend(combination, proposal, dataset, journal, validation, baseline_score,
+                                            started, self._best_attempt(attempts)))
 
         run = EngineeringRun(attempts=tuple(attempts), best_candidate=None, best_score=-math.inf, model=None,
                              metric=dataset.metric, baseline_score=baseline_score, n_iterations=search_steps,
@@ -509,30 +510,40 @@ class TreeSearch:
         return self._add_node(replace(candidate, rationale=proposal.plan), proposal.trick, spec, evidence, action,
                               parent, dataset, journal, baseline_score, started, best_attempt)
 
-    def _blend(self, proposal: BlendProposal, dataset: Dataset, journal: Journal, predictions: Mapping[int, Any],
-               validation: ValidationSpec, baseline_score: float, started: float,
-               best_attempt: AttemptRecord | None) -> tuple[Node, AttemptRecord] | None:
-        """A node blending the proposal's members from their OOF predictions (nothing is fitted); None when the
-        best blend is a single node."""
+    @staticmethod
+    def _blends(proposal: BlendProposal, dataset: Dataset, journal: Journal, predictions: Mapping[int, Any],
+                validation: ValidationSpec) -> list[tuple[list[Node], Blend, float]]:
+        """Each way of combining the proposal's members from their OOF predictions (nothing is fitted) that keeps
+        at least two of them: (members, the combination, seconds it took)."""
         ids = [i for i in proposal.members if i in predictions and journal[i].valid]
         if len(ids) < 2:
-            return None
+            return []
         clock = time.monotonic()
         folds = runtime.make_folds(dataset.y, classification=dataset.classification, n_splits=validation.n_splits,
                                    seed=validation.seed)
-        mixed = blend([predictions[i] for i in ids], dataset.y, dataset.metric, folds)
-        if len(mixed.members) < 2:
-            return None
-        members = [journal[ids[k]] for k in mixed.members]
-        weights = [mixed.weights[k] for k in mixed.members]
-        spec = ensemble_spec([SolutionSpec.from_dict(node.spec) for node in members], weights, validation)
-        evidence = Evidence("ok", mixed.metric_value, mixed.fold_values, ignored_files=dataset.ignored_files,
-                            elapsed=time.monotonic() - clock, predictions=mixed.predictions)
+        found = blends([predictions[i] for i in ids], dataset.y, dataset.metric, dataset.task_type, folds)
+        seconds = (time.monotonic() - clock) / len(found)
+        return [([journal[ids[k]] for k in combination.members], combination, seconds)
+                for combination in found if len(combination.members) >= 2]
+
+    def _add_blend(self, made: tuple[list[Node], Blend, float], proposal: BlendProposal, dataset: Dataset,
+                   journal: Journal, validation: ValidationSpec, baseline_score: float, started: float,
+                   best_attempt: AttemptRecord | None) -> tuple[Node, AttemptRecord]:
+        members, combination, seconds = made
+        weights = [combination.weights[k] for k in combination.members]
+        stacked = combination.kind != AVERAGE
+        spec = ensemble_spec([SolutionSpec.from_dict(node.spec) for node in members], weights, validation,
+                             intercept=combination.intercept, link=combination.link if stacked else None)
+        evidence = Evidence("ok", combination.metric_value, combination.fold_values,
+                            ignored_files=dataset.ignored_files, elapsed=seconds, predictions=combination.predictions)
         parts = ", ".join(f"node {node.id} ({node.candidate.trainer}) x {weight:.2f}"
                           for node, weight in zip(members, weights))
-        plan = f"{proposal.plan}: {parts} (weights by greedy selection on out-of-fold predictions)"
-        candidate = SolutionCandidate(ENSEMBLE, dict(spec.model.params), plan, ())
-        heaviest = members[int(max(range(len(weights)), key=weights.__getitem__))]
+        how = {AVERAGE: "weights by greedy selection on out-of-fold predictions",
+               RANK_AVERAGE: "a rank average, weights by greedy selection on ranks within each fold",
+               STACK: f"a linear stack on out-of-fold predictions ({combination.link} space, "
+                      f"intercept {combination.intercept:.3f})"}[combination.kind]
+        candidate = SolutionCandidate(ENSEMBLE, dict(spec.model.params), f"{proposal.plan}: {parts} ({how})", ())
+        heaviest = members[int(max(range(len(weights)), key=lambda k: abs(weights[k])))]
         return self._add_node(candidate, proposal.trick, spec, evidence, IMPROVE, heaviest, dataset, journal,
                               baseline_score, started, best_attempt, tuple(node.id for node in members))
 

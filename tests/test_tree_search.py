@@ -338,13 +338,19 @@ def test_use_kb_search_composes_and_names_retrieved_tricks(tmp_path, make_kb):
         earlier = [t for ancestor in journal.path(journal.parent(improved)) if ancestor.trick
                    for t in ancestor.trick.ids]
         assert improved.trick.id not in earlier
-    # an ensembling card is retrieved for a table, so the search ends by blending its best nodes
-    blend = journal.nodes[-1]
-    assert len(blend.members) >= 2 and blend.parent_id in blend.members and blend.candidate.trainer == "ensemble"
-    assert blend.trick.op in BLEND_OPS and f"as trick {blend.trick.id} '" in blend.plan
-    weights = blend.spec["model"]["params"]["weights"]
-    assert len(weights) == len(blend.members) and sum(weights) == pytest.approx(1.0)
-    assert blend.valid and blend.score >= max(journal[i].score for i in blend.members)
+    # an ensembling card is retrieved for a table, so the search ends by combining its best nodes: a weighted
+    # average, a rank average (AUC) and a linear stack, each a verified node
+    combined = [node for node in journal if node.members]
+    assert combined == list(journal.nodes[-len(combined):])
+    kinds = {node.spec["model"]["params"].get("link", "average"): node for node in combined}
+    assert set(kinds) <= {"average", "rank", "logit"} and "average" in kinds
+    for node in combined:
+        assert len(node.members) >= 2 and node.parent_id in node.members and node.candidate.trainer == "ensemble"
+        assert node.trick.op in BLEND_OPS and f"as trick {node.trick.id} '" in node.plan
+        assert node.valid and len(node.spec["model"]["params"]["weights"]) == len(node.members)
+    blend = kinds["average"]
+    assert sum(blend.spec["model"]["params"]["weights"]) == pytest.approx(1.0)
+    assert blend.score >= max(journal[i].score for i in blend.members)
     summary = search_summary(tmp_path / "run" / "run.json")  # what the benchmark reports of this search
     assert summary["nodes"] == len(journal) and summary["best"] == ("blend" if journal.best().members else
                                                                    journal.best().candidate.trainer)
