@@ -22,8 +22,9 @@ N_JOBS = os.cpu_count() or 1
 
 # Trainer parameters that wrap the model rather than reach its constructor:
 #   balance_classes="balanced" (+ max_class_weight): rows weighted so classes weigh alike (runtime.ClassWeighted);
-#   early_stopping_rounds (+ early_stopping_fraction): XGBoost/LightGBM stop on held-out fit rows (runtime.EarlyStopped).
-WRAPPER_PARAMS = ("balance_classes", "max_class_weight", "early_stopping_rounds", "early_stopping_fraction")
+#   early_stopping_rounds (+ early_stopping_fraction): XGBoost/LightGBM stop on held-out fit rows (runtime.EarlyStopped);
+#   seed_bag=n: the model fitted with n seeds, predictions averaged (runtime.SeedBagged), around the other wrappers.
+WRAPPER_PARAMS = ("balance_classes", "max_class_weight", "early_stopping_rounds", "early_stopping_fraction", "seed_bag")
 
 _COMMON = ("drop_id_columns", "drop_text_columns", "datetime_parts")
 LINEAR_STEPS = steps_named(*_COMMON, "missing_indicators", "impute_numeric", "impute_categorical", "one_hot", "standard_scale")
@@ -73,12 +74,14 @@ class EstimatorTrainer:
 
     def _wrapped(self, model: str, wrappers: Mapping[str, Any], classification: bool, random_state: int) -> str:
         """The model inside the wrappers its trainer parameters ask for (see WRAPPER_PARAMS)."""
+        seed_path = self.seed_param  # where the seed sits, as the model gets wrapped
         if wrappers.get("early_stopping_rounds") is not None:
             if not self.eval_set_early_stopping:
                 raise SpecError(f"early_stopping_rounds is for XGBoost/LightGBM trainers, not {self.regressor}; "
                                 "HistGradientBoosting takes early_stopping=True and n_iter_no_change")
             model = (f"EarlyStopped({model}, rounds={int(wrappers['early_stopping_rounds'])!r}, "
                      f"validation_fraction={float(wrappers.get('early_stopping_fraction', 0.1))!r}, random_state={random_state!r})")
+            seed_path = f"estimator__{seed_path}"
         if wrappers.get("balance_classes") is not None:
             if not classification:
                 raise SpecError("balance_classes is for classification; this is a regression task")
@@ -86,6 +89,12 @@ class EstimatorTrainer:
             if mode != "balanced":
                 raise SpecError(f"balance_classes={mode!r} is not supported; only 'balanced'")
             model = f"ClassWeighted({model}, mode='balanced', max_weight={float(wrappers.get('max_class_weight', 50.0))!r})"
+            seed_path = f"estimator__{seed_path}"
+        if wrappers.get("seed_bag") is not None:
+            if self.seed_param is None:
+                raise SpecError(f"seed_bag needs a model with a random seed; {self.regressor} has none")
+            model = (f"SeedBagged({model}, n_seeds={int(wrappers['seed_bag'])!r}, seed_param={seed_path!r}, "
+                     f"random_state={random_state!r})")
         return model
 
     def __call__(self, params: Mapping[str, Any], task_type: str, random_state: int) -> Any:

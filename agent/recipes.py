@@ -36,7 +36,6 @@ RECIPES_PATH = DATA_DIR / "recipes.json"
 
 # Ops of data/recipes.json that are not one change to one candidate, and why.
 LEFT_OUT: dict[str, str] = {
-    "seed_bagging": "an ensemble of several fits: the tree search combines candidates",
     # The next four are carried out by the tree search, not by changing one candidate: it ends by combining the
     # best nodes from their out-of-fold predictions (agent.ensemble), each way a node that wins only on CV.
     "average_ensemble": "an ensemble of several candidates: the tree search's final blend",
@@ -366,6 +365,21 @@ def _native_categorical(candidate: SolutionCandidate, params: Mapping[str, Any])
     return _set_params(changed, model)
 
 
+# Models whose fit depends on the seed: row/column subsampling (the boosting presets, forests' bootstrap).
+SEEDED_TRAINERS = ("random_forest", "extra_trees", "xgboost", "lightgbm", "catboost")
+
+
+def _seed_bagging(candidate: SolutionCandidate, params: Mapping[str, Any]) -> SolutionCandidate:
+    _require(candidate, "seed_bagging", SEEDED_TRAINERS)
+    if params.get("vary_fold_seed"):
+        raise SpecError("seed_bagging: vary_fold_seed=True changes the folds every candidate is scored on; "
+                        "seeds vary the model only")
+    n_seeds = int(params.get("n_seeds", 3))
+    if n_seeds < 2:
+        raise SpecError(f"seed_bagging: n_seeds={n_seeds} averages nothing; use 2 or more")
+    return _set_params(candidate, {"seed_bag": n_seeds})
+
+
 _MODEL_OPS: dict[str, Callable[[SolutionCandidate, Mapping[str, Any]], SolutionCandidate]] = {
     "set_model": _set_model,
     "gbdt_params": _gbdt_params,
@@ -374,6 +388,7 @@ _MODEL_OPS: dict[str, Callable[[SolutionCandidate, Mapping[str, Any]], SolutionC
     "early_stopping": _early_stopping,
     "low_lr_more_trees": _low_lr_more_trees,
     "native_categorical": _native_categorical,
+    "seed_bagging": _seed_bagging,
 }
 
 
@@ -599,6 +614,7 @@ _CONDITIONS: dict[str, Callable[[TaskProfile], str | None]] = {
     "early_stopping": lambda p: None if p.n_rows >= 500 else "under 500 rows: a held-out share is too small to stop on",
     "low_lr_more_trees": lambda p: None,
     "native_categorical": _native_categorical_condition,
+    "seed_bagging": lambda p: None,
 }
 _MODEL_KIND = set(_MODEL_OPS)
 

@@ -738,15 +738,8 @@ class ClassWeighted(ClassifierMixin, BaseEstimator):
         return self.estimator_.predict_proba(X)
 
 
-class EarlyStopped(BaseEstimator):
-    """An XGBoost or LightGBM model that stops adding trees when a held-out share of its own fit rows stops
-    improving for `rounds` rounds (the held-out rows come from the training fold, never the validation fold)."""
-
-    def __init__(self, estimator=None, rounds=100, validation_fraction=0.1, random_state=0):
-        self.estimator = estimator
-        self.rounds = rounds
-        self.validation_fraction = validation_fraction
-        self.random_state = random_state
+class _Wrapper(BaseEstimator):
+    """A model around `estimator` that is a classifier or a regressor as its estimator is."""
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -755,6 +748,17 @@ class EarlyStopped(BaseEstimator):
         except AttributeError:
             pass
         return tags
+
+
+class EarlyStopped(_Wrapper):
+    """An XGBoost or LightGBM model that stops adding trees when a held-out share of its own fit rows stops
+    improving for `rounds` rounds (the held-out rows come from the training fold, never the validation fold)."""
+
+    def __init__(self, estimator=None, rounds=100, validation_fraction=0.1, random_state=0):
+        self.estimator = estimator
+        self.rounds = rounds
+        self.validation_fraction = validation_fraction
+        self.random_state = random_state
 
     def fit(self, X, y, sample_weight=None):
         y = np.asarray(y)
@@ -787,6 +791,34 @@ class EarlyStopped(BaseEstimator):
 
     def predict_proba(self, X):
         return self.estimator_.predict_proba(X)
+
+
+class SeedBagged(_Wrapper):
+    """The same model fitted with `n_seeds` random seeds (random_state, random_state + 1, ...) and its
+    predictions averaged, which averages away the variance one seed's row and column sampling adds.
+    `seed_param` names the seed inside `estimator` (e.g. "estimator__random_state" through a wrapper)."""
+
+    def __init__(self, estimator=None, n_seeds=3, seed_param="random_state", random_state=0):
+        self.estimator = estimator
+        self.n_seeds = n_seeds
+        self.seed_param = seed_param
+        self.random_state = random_state
+
+    def fit(self, X, y, sample_weight=None):
+        weights = {} if sample_weight is None else {"sample_weight": sample_weight}
+        self.estimators_ = [clone(self.estimator).set_params(**{self.seed_param: self.random_state + k}).fit(X, y, **weights)
+                            for k in range(self.n_seeds)]
+        if hasattr(self.estimators_[0], "classes_"):
+            self.classes_ = self.estimators_[0].classes_
+        return self
+
+    def predict_proba(self, X):
+        return np.mean([member.predict_proba(X) for member in self.estimators_], axis=0)
+
+    def predict(self, X):
+        if hasattr(self, "classes_"):
+            return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        return np.mean([member.predict(X) for member in self.estimators_], axis=0)
 
 
 # ---- combining fitted members with fixed coefficients (agent.ensemble learns them out of fold)

@@ -82,6 +82,8 @@ CUES: dict[str, tuple[str, ...]] = {
                   r"(start|begin|use) \w* ?(with )?(a |an )?(lightgbm|lgbm|xgboost|catboost|gbdt)"),
     "loss_for_metric": (r"\b(l1|mae|absolute[- ]error) (loss|objective)", r"(loss|objective) (that )?match\w* the (evaluation |competition )?metric",
                         r"\bmedian regression\b", r"optimi[sz]\w* (the )?(mae|mean absolute error) directly"),
+    "seed_bagging": (r"(averag|blend|ensembl|mean|bag)\w* (of |over |across |with )?(the )?(\d+|two|three|four|five|several|multiple|different) (random )?seeds",
+                     r"(\d+|two|three|four|five|several|multiple|different) (random )?seeds", r"seed[- ](averag|bagg|ensembl|blend)"),
     "gbdt_params": (r"\bobjective", r"\bdart\b", r"\bloss\b.{0,40}\bmetric", r"num_leaves", r"min_child_(samples|weight)", r"colsample_bytree", r"max_depth",
                     r"(shallow|deep)(er)? trees", r"min_data_in_leaf"),
 }

@@ -35,6 +35,7 @@ WRITEUP_CASES = {
     "early_stopping": (r"early[- ]stopping", 0.8),
     "group_stats": (r"groupby|group by", 0.8),
     "class_weights": (r"class[_ ]weight", 0.8),
+    "seed_bagging": (r"(averag|blend|ensembl)\w* (of |over |across )?(\d+|two|three|several|multiple|different) (random )?seeds", 0.8),
 }
 
 
@@ -87,10 +88,12 @@ def test_cards_recover_their_own_recipe_op(embedder):
     accuracy = correct / len(cards)
     print(f"card recipe recovery: {correct}/{len(cards)} = {accuracy:.3f}")
     assert accuracy >= 0.85
-    # Cards whose recipe is not executable (ensembles, search, vision...) mostly stay unmapped.
-    others = [card for card in _cards() if not card.get("recipe") or card["recipe"]["op"] not in ops][::3]
+    # Cards whose recipe is not executable (ensembles, search, vision...) mostly stay unmapped: all of them, since
+    # a sample shifts whenever an op becomes executable.
+    others = [card for card in _cards() if not card.get("recipe") or card["recipe"]["op"] not in ops]
     unmapped = sum(match is None for match in map_tricks([f"{c['title']}. {c['text']}" for c in others], embedder))
-    assert unmapped >= 0.7 * len(others)
+    print(f"non-executable cards left unmapped: {unmapped}/{len(others)}")
+    assert unmapped >= 0.75 * len(others)
 
 
 def test_empty_batch():
