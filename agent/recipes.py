@@ -42,7 +42,8 @@ LEFT_OUT: dict[str, str] = {
     "rank_average_ensemble": "an ensemble of several candidates: the tree search's final rank average (AUC)",
     "stacking_linear": "a linear model on several candidates' out-of-fold predictions: the tree search's final stack",
     "hill_climbing_ensemble": "greedy selection on out-of-fold predictions: the tree search's final blend",
-    "optuna_search": "a search over many candidates, not one change: the tree search",
+    "optuna_search": "a study over many candidates, not one change: the tree search runs its trials as nodes "
+                     "(agent.tuning)",
     "validation_scheme": "changes how every candidate is scored, not a candidate (ValidationSpec)",
     "adversarial_validation": "a diagnosis of train/test shift that reads the test set, not a model change",
     "pseudo_labeling": "trains on test predictions: needs a fitted model and the test set inside the loop",

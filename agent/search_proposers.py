@@ -10,7 +10,9 @@ columns and metric need (free text, dates, composite ids; the loss the metric re
 with exactly one retrieved trick not yet used on its branch (with probability `trick_prob`), else with a
 built-in change.
 It executes tricks through the recipe catalogue (agent.recipes), imported when it is first used. When
-an ensembling trick was retrieved, it ends the search with a blend of the best nodes.
+an ensembling trick was retrieved, it ends the search with a blend of the best nodes. A retrieved tuning
+trick (Optuna) runs a study around the node being improved once the untried tricks are used up there:
+each trial is one improvement node, and the study learns each verified score (agent.tuning).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from agent.models import LINEAR_STEPS, TREE_STEPS, Trainer, default_steps, train
 from agent.proposer import _LINEAR_VARIATIONS, LOG_TARGET, SEED_TRAINERS, VARIATIONS
 from agent.spec import Step
 from agent.tree import IMPROVE, AppliedTrick, BlendProposal, Journal, Node, Proposal, candidate_key
+from agent.tuning import DEFAULT_TRIALS, Tuner
 from retrieval.profile import TaskProfile
 
 _LOG_SCALE_METRICS = ("rmsle", "mape")
@@ -56,6 +59,7 @@ _ENCODERS = ("one_hot", "ordinal_encoding", "target_encoding")
 # Ensembling tricks, which the tree search carries out by combining nodes on their out-of-fold predictions: a
 # weighted average, a rank average (AUC) and a linear stack, each a node that wins only on CV (agent.ensemble).
 BLEND_OPS = ("hill_climbing_ensemble", "average_ensemble", "rank_average_ensemble", "stacking_linear")
+TUNE_OP = "optuna_search"  # a tuning trick: a short Optuna study around a node (agent.tuning), trials as nodes
 BLEND_CANDIDATES = 8  # the verified nodes a blend picks its members from: each family's best, then the best
 # Tricks for a kind of column the task has (free text, dates, composite string ids) or for the metric (the loss it
 # rewards): every knowledge draft takes them, since a model that drops or mangles those columns loses the signal
@@ -392,7 +396,7 @@ class _Option:
     """A retrieved trick that the recipe catalogue can execute on this task."""
 
     trick: AppliedTrick
-    recipe: Any  # agent.recipes.Recipe
+    recipe: Any  # agent.recipes.Recipe; None for a tuning trick (an Optuna study, agent.tuning)
     score: float
 
 
@@ -414,6 +418,7 @@ class KnowledgeTreeProposer:
         self.min_mapping_confidence = min_mapping_confidence
         self._options: list[_Option] | None = None
         self._reading: Future[list[_Option]] | None = None
+        self._tuner: Tuner | None = None  # Optuna studies, made when a retrieved tuning trick is first used
 
     # ---- the tricks this task can use
 
@@ -437,18 +442,22 @@ class KnowledgeTreeProposer:
             self._reading = pool.submit(self._read_knowledge, profile)
             pool.shutdown(wait=False)  # the thread ends with its one job
 
-    def blend(self, profile: TaskProfile, journal: Journal) -> BlendProposal | None:
-        """Blend the best verified nodes when a retrieved trick recommends ensembling; None otherwise."""
+    def _card(self, profile: TaskProfile, ops: Sequence[str]) -> AppliedTrick | None:
+        """The first retrieved trick whose recipe is one of `ops` (searches over nodes, which the tree runs)."""
         self.options(profile)
         trick = next((item.trick for item in self._retrieved
-                      if item.trick.recipe and item.trick.recipe.get("op") in BLEND_OPS), None)
-        if trick is None:
+                      if item.trick.recipe and item.trick.recipe.get("op") in ops), None)
+        return trick and AppliedTrick(trick.id, trick.title or trick.text[:80], trick.source, trick.competition,
+                                      trick.recipe["op"], dict(trick.recipe.get("params") or {}))
+
+    def blend(self, profile: TaskProfile, journal: Journal) -> BlendProposal | None:
+        """Blend the best verified nodes when a retrieved trick recommends ensembling; None otherwise."""
+        applied = self._card(profile, BLEND_OPS)
+        if applied is None:
             return None
         ranked = blend_candidates(journal)
         if len(ranked) < 2:
             return None
-        applied = AppliedTrick(trick.id, trick.title or trick.text[:80], trick.source, trick.competition,
-                               trick.recipe["op"], dict(trick.recipe.get("params") or {}))
         return BlendProposal(tuple(node.id for node in ranked), f"blend the best nodes as {applied.describe()} "
                                                                  "suggests", applied)
 
@@ -548,12 +557,13 @@ class KnowledgeTreeProposer:
 
     def improve(self, node: Node, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
         if rng.random() < self.trick_prob:
-            proposal = self.improve_with_trick(node, profile, journal)
+            proposal = self.improve_with_trick(node, profile, journal, rng)
             if proposal is not None:
                 return proposal
-        return self.builtin.improve(node, profile, journal, rng) or self.improve_with_trick(node, profile, journal)
+        return self.builtin.improve(node, profile, journal, rng) or self.improve_with_trick(node, profile, journal, rng)
 
-    def improve_with_trick(self, node: Node, profile: TaskProfile, journal: Journal) -> Proposal | None:
+    def improve_with_trick(self, node: Node, profile: TaskProfile, journal: Journal,
+                           rng: random.Random | None = None) -> Proposal | None:
         used, ineffective = journal.tricks_on_branch(node)
         # Retrieval order, but what the task needs comes first (the reference draft was made without it), and a
         # trick that already failed to beat its parent on other branches goes behind the ones not yet tried: it
@@ -563,8 +573,16 @@ class KnowledgeTreeProposer:
             if child.action == IMPROVE and child.trick is not None and not child.members \
                     and not journal.beats_parent(child):
                 failures[child.trick.id] = failures.get(child.trick.id, 0) + 1
-        for option in sorted(self.options(profile), key=lambda option: (option.recipe.op not in NEEDED_OPS,
-                                                                        failures.get(option.trick.id, 0))):
+        # A retrieved tuning trick comes after the untried tricks: it is for when the features are settled.
+        tuning = self._card(profile, (TUNE_OP,))
+        entries = [*self.options(profile), *([_Option(tuning, None, 0.0)] if tuning else [])]
+        for option in sorted(entries, key=lambda option: (option.trick.op not in NEEDED_OPS,
+                                                          failures.get(option.trick.id, 0))):
+            if option.recipe is None:  # a study's trials are not one trick each: the study keeps its own count
+                proposal = self._tune(node, option.trick, profile, journal, rng)
+                if proposal is not None:
+                    return proposal
+                continue
             if option.trick.id in used or option.trick.id in ineffective:
                 continue
             result = self._apply(option, node.candidate)
@@ -579,6 +597,28 @@ class KnowledgeTreeProposer:
                     f"{option.recipe.op}{note} as {option.trick.describe()} suggests")
             return Proposal(changed, plan, option.trick)
         return None
+
+    def _tune(self, node: Node, trick: AppliedTrick, profile: TaskProfile, journal: Journal,
+              rng: random.Random | None) -> Proposal | None:
+        """The next Optuna trial of the study around `node` (or the study `node` is a trial of)."""
+        if node.members:
+            return None
+        if self._tuner is None:
+            self._tuner = Tuner((rng or random.Random(0)).randrange(2**31))
+        trial = self._tuner.propose(node.id, node.candidate, int(trick.params.get("n_trials", DEFAULT_TRIALS)))
+        if trial is None or journal.has(candidate_key(trial.candidate, self.trainers), self.trainers):
+            return None
+        values = ", ".join(f"{name}={value:.4g}" if isinstance(value, float) else f"{name}={value}"
+                           for name, value in trial.params.items())
+        plan = (f"improve node {node.id} ({node.candidate.trainer}, {describe_score(node, profile)}): Optuna trial "
+                f"{trial.number} (TPE) of the study around node {trial.centre}: {values}, as {trick.describe()} "
+                "suggests")
+        return Proposal(trial.candidate, plan, trick)
+
+    def observe(self, node: Node) -> None:
+        """A verified node: an Optuna study that asked for it learns its score."""
+        if self._tuner is not None:
+            self._tuner.observe(node.id, node.candidate, node.score, node.valid)
 
     def debug(self, node: Node, profile: TaskProfile, rng: random.Random) -> Proposal | None:
         """Repairs read the failure, with or without knowledge: the built-in diagnosis."""

@@ -372,6 +372,13 @@ class BlendingProposer(Protocol):
     def blend(self, profile: TaskProfile, journal: Journal) -> BlendProposal | None: ...
 
 
+@runtime_checkable
+class ObservingProposer(Protocol):
+    """A proposer that learns from each verified node (the knowledge proposer's Optuna studies)."""
+
+    def observe(self, node: Node) -> None: ...
+
+
 # ---------------------------------------------------------------------------------------------- the search
 
 
@@ -431,6 +438,8 @@ class TreeSearch:
 
         def record(node: Node, attempt: AttemptRecord) -> None:
             attempts.append(attempt)
+            if isinstance(self.proposer, ObservingProposer):
+                self.proposer.observe(node)
             if node.valid and attempt.evidence.predictions is not None:
                 predictions[node.id] = attempt.evidence.predictions
             if self.on_node is not None:

@@ -1,0 +1,137 @@
+"""A short Optuna search around a node: Agent K tunes its best solutions with Bayesian optimisation.
+
+A study is centred on one verified node. Its steps, target transform and trainer stay; a seeded TPE
+sampler proposes the trainer's hyperparameters, and every trial is a node of the tree: evaluated in
+its own process, verified and journalled like any other node, so a trial that leaks or crashes is
+caught the same way. The proposer asks a study for a trial when it improves one of the study's nodes
+(its centre or an earlier trial), and `observe` tells the study each trial's verified score.
+
+Ranges follow common GBDT search spaces (learning rate log-uniform, leaves and minimum leaf sizes
+log-uniform, row and column sampling in [0.5, 1] and [0.4, 1], L2 log-uniform); the number of trees
+stays the centre's, so a trial costs about what the centre cost.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from agent.loop import SolutionCandidate
+
+# trainer -> parameter -> (kind, low, high); kind is "float", "log" (float, log-uniform), "int" or "int_log".
+SEARCH_SPACES: dict[str, dict[str, tuple[str, float, float]]] = {
+    "xgboost": {"learning_rate": ("log", 0.01, 0.3), "max_depth": ("int", 3, 10),
+                "min_child_weight": ("log", 0.5, 20.0), "subsample": ("float", 0.5, 1.0),
+                "colsample_bytree": ("float", 0.4, 1.0), "reg_lambda": ("log", 1e-3, 10.0)},
+    "lightgbm": {"learning_rate": ("log", 0.01, 0.3), "num_leaves": ("int_log", 15, 255),
+                 "min_child_samples": ("int_log", 5, 100), "subsample": ("float", 0.5, 1.0),
+                 "colsample_bytree": ("float", 0.4, 1.0), "reg_lambda": ("log", 1e-3, 10.0)},
+    "hist_gradient_boosting": {"learning_rate": ("log", 0.02, 0.3), "max_leaf_nodes": ("int_log", 15, 127),
+                               "min_samples_leaf": ("int_log", 5, 100), "l2_regularization": ("log", 1e-3, 10.0),
+                               "max_features": ("float", 0.4, 1.0)},
+    "catboost": {"learning_rate": ("log", 0.02, 0.3), "depth": ("int", 4, 10), "l2_leaf_reg": ("log", 1.0, 10.0)},
+    "random_forest": {"max_features": ("float", 0.2, 1.0), "min_samples_leaf": ("int_log", 1, 20)},
+    "extra_trees": {"max_features": ("float", 0.2, 1.0), "min_samples_leaf": ("int_log", 1, 20)},
+}
+DEFAULT_TRIALS = 50
+
+
+def tunable(candidate: SolutionCandidate) -> bool:
+    return candidate.trainer in SEARCH_SPACES
+
+
+def _suggest(trial, name: str, kind: str, low: float, high: float) -> Any:
+    if kind in ("int", "int_log"):
+        return trial.suggest_int(name, int(low), int(high), log=kind == "int_log")
+    return trial.suggest_float(name, low, high, log=kind == "log")
+
+
+def _key(candidate: SolutionCandidate) -> tuple[str, str]:
+    return candidate.trainer, repr(sorted(candidate.params.items()))
+
+
+@dataclass(eq=False)
+class _Study:
+    centre: int  # the node id the study is centred on
+    candidate: SolutionCandidate  # the centre's candidate: a trial changes its hyperparameters only
+    study: Any  # optuna.Study
+    max_trials: int
+    pending: dict[tuple[str, str], Any] = field(default_factory=dict)  # candidate key -> asked, untold trial
+
+    @property
+    def trials(self) -> int:
+        return len(self.study.trials)
+
+
+@dataclass(frozen=True)
+class Trial:
+    candidate: SolutionCandidate
+    centre: int
+    number: int  # 1 for a study's first trial
+    params: Mapping[str, Any]
+
+
+class Tuner:
+    """Optuna studies around nodes of one search. Deterministic for a given seed."""
+
+    def __init__(self, seed: int = 0):
+        self._rng = random.Random(seed)
+        self._studies: list[_Study] = []
+        self._study_of: dict[int, _Study] = {}  # node id (a centre or a trial) -> its study
+
+    def propose(self, node_id: int, candidate: SolutionCandidate, max_trials: int = DEFAULT_TRIALS) -> Trial | None:
+        """The next trial of the study `node_id` belongs to (a new study centred on it otherwise); None when the
+        trainer has no search space or the study has used its trials."""
+        study = self._study_of.get(node_id)
+        if study is None:
+            if not tunable(candidate):
+                return None
+            study = self._new_study(node_id, candidate, max_trials)
+        if study.trials >= study.max_trials:
+            return None
+        trial = study.study.ask()
+        space = SEARCH_SPACES[study.candidate.trainer]
+        params = {name: _suggest(trial, name, *bounds) for name, bounds in space.items()}
+        proposed = replace(study.candidate, params={**study.candidate.params, **params})
+        study.pending[_key(proposed)] = trial
+        return Trial(proposed, study.centre, study.trials, params)
+
+    def observe(self, node_id: int, candidate: SolutionCandidate, score: float, valid: bool) -> None:
+        """Tell the study that asked for this candidate its verified score (maximised); others are ignored."""
+        key = _key(candidate)
+        for study in self._studies:
+            trial = study.pending.pop(key, None)
+            if trial is None:
+                continue
+            from optuna.trial import TrialState
+
+            if valid and math.isfinite(score):
+                study.study.tell(trial, score)
+            else:
+                study.study.tell(trial, state=TrialState.FAIL)
+            self._study_of[node_id] = study
+            return
+
+    def studies(self) -> list[dict[str, Any]]:
+        """Each study: its centre node, trials asked, trials told a score, and the best score told."""
+        from optuna.trial import TrialState
+
+        summaries = []
+        for study in self._studies:
+            complete = [trial for trial in study.study.trials if trial.state == TrialState.COMPLETE]
+            summaries.append({"centre": study.centre, "trials": study.trials, "complete": len(complete),
+                              "best": max((trial.value for trial in complete), default=None)})
+        return summaries
+
+    def _new_study(self, node_id: int, candidate: SolutionCandidate, max_trials: int) -> _Study:
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        sampler = optuna.samplers.TPESampler(seed=self._rng.randrange(2**31))
+        study = _Study(node_id, candidate, optuna.create_study(direction="maximize", sampler=sampler), max_trials)
+        self._studies.append(study)
+        self._study_of[node_id] = study
+        return study
