@@ -325,6 +325,7 @@ def across_splits(splits: dict[int, list[TaskResult]], time_budget: float) -> st
 def write_section(path: Path, section: str) -> None:
     """Replace the section of RESULTS.md with `section`'s title line (or append it), leaving every other as it is."""
     title = section.split("\n", 1)[0]
+    section = section.rstrip("\n") + "\n\n"  # one blank line before the next section
     text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
     start = text.find(title + "\n")
     if start == -1:
