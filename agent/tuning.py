@@ -106,7 +106,7 @@ class Tuner:
             trial = study.pending.pop(key, None)
             if trial is None:
                 continue
-            from optuna.trial import TrialState
+            from optuna.trial import TrialState  # optuna is imported once a study exists
 
             if valid and math.isfinite(score):
                 study.study.tell(trial, score)
