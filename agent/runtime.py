@@ -741,10 +741,13 @@ class ClassWeighted(ClassifierMixin, BaseEstimator):
 class _Wrapper(BaseEstimator):
     """A model around `estimator` that is a classifier or a regressor as its estimator is."""
 
+    def _inner(self):
+        return self.estimator
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         try:
-            tags.estimator_type = self.estimator.__sklearn_tags__().estimator_type
+            tags.estimator_type = self._inner().__sklearn_tags__().estimator_type
         except AttributeError:
             pass
         return tags
@@ -857,7 +860,7 @@ def combine(member_values, weights, intercept, link, *, classification, groups=N
     return np.column_stack([1.0 - combined, combined]) if classification else combined
 
 
-class LinearStack(BaseEstimator):
+class LinearStack(_Wrapper):
     """Members fitted on the same rows, combined with fixed coefficients (see combine): a linear stack, or a
     rank average. Binary classifiers combine their positive-class probabilities; "rank" ranks the batch
     being predicted."""
@@ -868,11 +871,8 @@ class LinearStack(BaseEstimator):
         self.intercept = intercept
         self.link = link
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        if self.estimators:
-            tags.estimator_type = self.estimators[0][1].__sklearn_tags__().estimator_type
-        return tags
+    def _inner(self):
+        return self.estimators[0][1] if self.estimators else None
 
     def fit(self, X, y):
         self.estimators_ = [clone(estimator).fit(X, y) for _, estimator in self.estimators]
