@@ -1,24 +1,15 @@
-"""casebook's ML engineering agent: task set-up, the classical engine and the seed loop.
+"""casebook's ML engineering agent: point it at a task folder and it returns a verified solution.
 
-    from agent import AgenticAutoML, Dataset, SequenceProposer, SolutionCandidate
-    run = AgenticAutoML(SequenceProposer(seed=[SolutionCandidate("linear"), ...])).solve(
-        Dataset.from_frame(df, target="Attrition"))
-    print(run.summary())
+    from agent import SolveSettings, solve_task
+    from retrieval.profile import profile_task
+    result = solve_task(profile_task("runs/attrition"), SolveSettings(use_kb=True), Path("runs/attrition-solution"))
+
+Stages, each a sub-package: engine (specs, steps, trainers, the runtime solutions carry, the sandbox),
+verify (leakage probes and the verifier), search (the solution tree), knowledge (tricks as recipes),
+outputs (the run folder) and seedloop (the seed card's loop). agent.evaluator scores specs for every search.
 """
 
-from agent.engine import Dataset
-from agent.loop import (
-    AgenticAutoML,
-    AttemptRecord,
-    CandidateProposer,
-    EngineeringRun,
-    SequenceProposer,
-    SolutionCandidate,
-)
-from agent.proposer import VariationProposer
-from agent.verifier import DeterministicVerifier, Verdict, Verifier
+from agent.search.policy import SearchSettings
+from agent.solve import SolveResult, SolveSettings, solve_task
 
-__all__ = [
-    "AgenticAutoML", "AttemptRecord", "CandidateProposer", "Dataset", "DeterministicVerifier", "EngineeringRun",
-    "SequenceProposer", "SolutionCandidate", "Verdict", "Verifier", "VariationProposer",
-]
+__all__ = ["SearchSettings", "SolveResult", "SolveSettings", "solve_task"]

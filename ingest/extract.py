@@ -10,9 +10,9 @@ hyper-parameter list) become one trick. A paper becomes a summary from AutoMind'
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
 
 from ingest.loaders import SourceDocument
 

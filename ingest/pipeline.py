@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 

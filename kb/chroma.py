@@ -45,5 +45,5 @@ class CasebookEmbeddingFunction(EmbeddingFunction[Documents]):
         return {"cache_path": self.cache_path}
 
     @staticmethod
-    def build_from_config(config: dict[str, Any]) -> "CasebookEmbeddingFunction":
+    def build_from_config(config: dict[str, Any]) -> CasebookEmbeddingFunction:
         return CasebookEmbeddingFunction(config.get("cache_path"))

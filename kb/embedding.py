@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -76,7 +77,7 @@ class CachedEmbedder:
         self._db.commit()
 
     def _key(self, text: str) -> str:
-        return hashlib.sha1(f"{self.name}\0{text}".encode("utf-8")).hexdigest()
+        return hashlib.sha1(f"{self.name}\0{text}".encode()).hexdigest()
 
     def cached(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Vectors already in the cache, by text; no model load."""

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 STAGES: tuple[str, ...] = (
     "data preprocessing",
@@ -52,7 +53,7 @@ class Trick:
         return record
 
     @classmethod
-    def from_dict(cls, record: Mapping[str, Any]) -> "Trick":
+    def from_dict(cls, record: Mapping[str, Any]) -> Trick:
         labels = record.get("labels") or ()
         recipe = record.get("recipe")
         if isinstance(labels, str):

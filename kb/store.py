@@ -12,11 +12,11 @@ import fcntl
 import json
 import os
 import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cached_property
-from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 import sqlite_utils
@@ -27,6 +27,9 @@ from kb.models import ScoredTrick, Trick
 from kb.taxonomy import SEPARATOR, Taxonomy, load_taxonomy
 
 COLLECTION = "tricks"
+
+
+CATALOG_FILE = "catalog.db"
 
 
 class KBLockedError(RuntimeError):
@@ -48,7 +51,7 @@ class DocumentRecord:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class KnowledgeBase:
@@ -60,7 +63,7 @@ class KnowledgeBase:
         self.taxonomy = taxonomy or load_taxonomy()
         # Readers may hand the store to a worker thread (the agent retrieves while a candidate is evaluated);
         # one thread uses it at a time, and writers hold the write lock.
-        self.catalog = sqlite_utils.Database(sqlite3.connect(self.home / "catalog.db", check_same_thread=False))
+        self.catalog = sqlite_utils.Database(sqlite3.connect(self.home / CATALOG_FILE, check_same_thread=False))
         self.catalog.conn.execute("PRAGMA busy_timeout = 60000")
         if self.catalog.journal_mode != "wal":
             self.catalog.enable_wal()
@@ -113,6 +116,11 @@ class KnowledgeBase:
             configuration={"hnsw": {"space": "cosine"}},
         )
 
+    @staticmethod
+    def exists(home: str | os.PathLike[str] | None = None) -> bool:
+        """Whether `home` holds a knowledge base, without creating one there."""
+        return (resolve_home(home) / CATALOG_FILE).is_file()
+
     def close(self) -> None:
         """Release the vector index and the catalog. chromadb shares one client per folder inside a
         process, so a store must be closed before another process replaces its index (`kb rebuild`)
@@ -123,7 +131,7 @@ class KnowledgeBase:
             client.close()
         self.catalog.conn.close()
 
-    def __enter__(self) -> "KnowledgeBase":
+    def __enter__(self) -> KnowledgeBase:
         return self
 
     def __exit__(self, *exc_info) -> None:

@@ -59,7 +59,7 @@ class Taxonomy:
     subcategories: tuple[Label, ...]
 
     @classmethod
-    def load(cls, path: str | Path | None = None) -> "Taxonomy":
+    def load(cls, path: str | Path | None = None) -> Taxonomy:
         raw = json.loads(Path(path or DATA_DIR / "taxonomy.json").read_text(encoding="utf-8"))
         tops, subs = [], []
         for category in raw["categories"]:

@@ -12,7 +12,7 @@ import re
 from kb.competitions import from_name, from_text
 from kb.labeller import HierarchicalLabeller
 from kb.taxonomy import SEPARATOR, top_of
-from retrieval.metrics import parse_metric
+from retrieval.metrics import CLASSIFICATION, parse_metric
 from retrieval.profile import TaskProfile
 
 MAX_LABELS = 4
@@ -55,7 +55,7 @@ def task_labels(labeller: HierarchicalLabeller, description: str, profile: TaskP
         if parsed is not None:
             task_types = set(parsed[0].task_types)
     general = None
-    if task_types and task_types <= {"binary", "multiclass"}:
+    if task_types and task_types <= CLASSIFICATION:
         general = _BY_TASK_TYPE["binary"]
     elif task_types == {"regression"}:
         general = _BY_TASK_TYPE["regression"]

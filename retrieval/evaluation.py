@@ -33,7 +33,7 @@ class EvalQuery:
     relevant: dict
 
     @classmethod
-    def load_all(cls, path: str | Path = DEFAULT_QUERIES) -> list["EvalQuery"]:
+    def load_all(cls, path: str | Path = DEFAULT_QUERIES) -> list[EvalQuery]:
         path = Path(path)
         if not path.is_file():
             raise EvalSetError(f"{path}: no such query file; pass --queries PATH")

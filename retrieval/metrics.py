@@ -1,6 +1,6 @@
 """Evaluation metrics by canonical name: what they are, and how a task description names them.
 
-The agent's scorers (agent.runtime) are keyed by the same names; this module stays upstream of
+The agent's scorers (agent.engine.runtime) are keyed by the same names; this module stays upstream of
 the agent so that task profiling can name a metric without importing any modelling code.
 """
 
@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 CLASSIFICATION = frozenset({"binary", "multiclass"})
 REGRESSION = frozenset({"regression"})
+# Metrics on a log or relative scale: fitting log(1 + y) optimises (nearly) the metric itself.
+LOG_SCALE_METRICS = frozenset({"rmsle", "mape"})
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,10 @@ class MetricInfo:
     @property
     def is_classification(self) -> bool:
         return self.task_types <= CLASSIFICATION
+
+    @property
+    def log_scale(self) -> bool:
+        return self.name in LOG_SCALE_METRICS
 
 
 METRICS: tuple[MetricInfo, ...] = (

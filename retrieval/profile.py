@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from retrieval.metrics import DEFAULT_METRIC, MetricInfo, UnknownMetricError, metric_info, parse_metric
+from retrieval.metrics import CLASSIFICATION, DEFAULT_METRIC, MetricInfo, UnknownMetricError, metric_info, parse_metric
 
 TRAIN_FILE = "train.csv"
 TEST_FILE = "test.csv"
@@ -75,6 +75,9 @@ class TaskProfile:
 
     def columns_of_kind(self, kind: str) -> tuple[str, ...]:
         return tuple(column.name for column in self.columns if column.kind == kind)
+
+    def column_infos(self, kind: str) -> tuple[ColumnInfo, ...]:
+        return tuple(column for column in self.columns if column.kind == kind)
 
     def with_labels(self, labels: tuple[str, ...] | list[str]) -> TaskProfile:
         """A copy carrying the labels a labeller assigned (e.g. "tabular/classification/binary")."""
@@ -138,7 +141,7 @@ def profile_task(
         n_cols=train.shape[1],
         columns=columns,
         missing_share=float(features.isna().to_numpy().mean()) if features.size else 0.0,
-        class_balance=class_balance(train[target]) if task_type in ("binary", "multiclass") else None,
+        class_balance=class_balance(train[target]) if task_type in CLASSIFICATION else None,
         files=files,
         inferred=inferred,
         submission_columns=tuple(sample.columns) if sample is not None else (),

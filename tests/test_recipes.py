@@ -12,14 +12,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agent.engine import Dataset, compile_spec, cross_validate
-from agent.loop import SolutionCandidate
-from agent.models import trainer_registry
-from agent.recipes import LEFT_OUT, applicable, catalogue, left_out, materialised_steps
-from agent.render import render_model, render_solution
-from agent.spec import SpecError, Step, ValidationSpec
-from agent.steps import evaluate_source
-from agent.verifier import inspect_candidate
+from agent.candidate import SolutionCandidate
+from agent.engine.compile import compile_spec, render_model
+from agent.engine.dataset import Dataset
+from agent.engine.fit import cross_validate
+from agent.engine.spec import SpecError, Step, ValidationSpec
+from agent.engine.steps import evaluate_source
+from agent.engine.trainers import trainer_registry
+from agent.knowledge.recipes import LEFT_OUT, applicable, catalogue, left_out, materialised_steps
+from agent.outputs.solution import render_solution
+from agent.verify.probes import inspect_candidate
 from bench.tasks import RDATASETS_TASKS, write_task_folder
 from kb.config import DATA_DIR
 from retrieval.profile import profile_task

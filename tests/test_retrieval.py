@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from bench.tasks import build_rdatasets_task, write_task_folder
-from kb.cli import main
+from cli.kb import main
 from retrieval.profile import TaskSetupError, profile_task
 from retrieval.retriever import HierarchicalRetriever, retrieve
 from tests.conftest import HOUSE_PRICES, need

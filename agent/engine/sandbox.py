@@ -13,14 +13,15 @@ import resource
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import cloudpickle
 from threadpoolctl import threadpool_limits
 
 # Imported once by the forkserver so that each child starts warm.
-_PRELOAD = ["agent.loop"]
+_PRELOAD = ["agent.evaluator"]
 _CONTEXT = multiprocessing.get_context("forkserver")
 _CONTEXT.set_forkserver_preload(_PRELOAD)
 

@@ -1,4 +1,4 @@
-"""`agent` command line: a thin layer over agent.solve and agent.report."""
+"""`agent` command line: a thin layer over agent.solve_task and agent.outputs.report."""
 
 from __future__ import annotations
 
@@ -11,13 +11,15 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from agent.engine import DatasetError
-from agent.loop import AttemptRecord
-from agent.render import NotRenderableError
-from agent.report import RunDirError, read_run, write_report
-from agent.solve import KnowledgeBaseMissing, RunFolderError, SolveSettings, default_out_dir, solve_task
-from agent.tree import Node
-from agent.spec import SpecError
+from agent.candidate import AttemptRecord
+from agent.engine.compile import NotRenderableError
+from agent.engine.dataset import DatasetError
+from agent.engine.spec import SpecError
+from agent.outputs.report import RunDirError, read_run, write_report
+from agent.outputs.run_folder import RunFolderError
+from agent.search.journal import Node
+from agent.search.policy import SearchSettings
+from agent.solve import KnowledgeBaseMissing, SolveSettings, default_out_dir, solve_task
 from kb.config import resolve_home
 from retrieval.profile import TaskProfile, TaskSetupError, profile_task
 
@@ -49,10 +51,10 @@ def main(ctx: click.Context, home: str | None) -> None:
                    "improvements that apply one trick at a time. Without it the search uses built-in changes only.")
 @click.option("--time-budget", type=click.FloatRange(min=1), default=900.0, show_default=True,
               help="Seconds for the whole solve.")
-@click.option("--steps", type=click.IntRange(min=0), default=SolveSettings.steps, show_default=True,
+@click.option("--steps", type=click.IntRange(min=0), default=SearchSettings.steps, show_default=True,
               help="Tree-search steps (improve / debug / draft) after the initial drafts; the time budget "
                    "usually ends the search first.")
-@click.option("--num-drafts", type=click.IntRange(min=1), default=SolveSettings.num_drafts, show_default=True,
+@click.option("--num-drafts", type=click.IntRange(min=1), default=SearchSettings.num_drafts, show_default=True,
               help="Initial drafts (different model families, or different tricks with --use-kb).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed (runs are deterministic for it).")
 @click.option("--cv", type=click.IntRange(min=2), default=5, show_default=True, help="Cross-validation folds.")
@@ -74,8 +76,8 @@ def solve(ctx, task_dir, target, id_column, metric, use_kb, time_budget, steps, 
         _fail(error)
     if not as_json:
         click.echo(_describe_setup(profile, ctx.obj["home"] if use_kb else None))
-    settings = SolveSettings(time_budget=time_budget, steps=steps, seed=seed, use_kb=use_kb, cv=cv,
-                             num_drafts=num_drafts)
+    settings = SolveSettings(SearchSettings(num_drafts=num_drafts, steps=steps, time_budget=time_budget, seed=seed),
+                             use_kb=use_kb, cv=cv)
     out_dir = out or default_out_dir(profile)
     table = _node_table()
     live = Live(table, console=Console(stderr=True, quiet=quiet or as_json), refresh_per_second=4)

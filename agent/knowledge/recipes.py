@@ -24,12 +24,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agent import runtime
-from agent.loop import SolutionCandidate
-from agent.models import default_steps, lookup_trainer, trainer_registry
-from agent.spec import SpecError, Step
-from agent.steps import BUILTIN_STEPS, TARGET_OPS, CompileContext
+from agent.candidate import SolutionCandidate
+from agent.engine import runtime
+from agent.engine.spec import SpecError, Step
+from agent.engine.steps import BUILTIN_STEPS, TARGET_OPS, CompileContext
+from agent.engine.trainers import (
+    TRAINER_FACTS,
+    default_steps,
+    lookup_trainer,
+    trainer_alias,
+    trainer_registry,
+    trainers_of,
+)
 from kb.config import DATA_DIR
+from retrieval.metrics import CLASSIFICATION
 from retrieval.profile import TaskProfile
 
 RECIPES_PATH = DATA_DIR / "recipes.json"
@@ -37,13 +45,13 @@ RECIPES_PATH = DATA_DIR / "recipes.json"
 # Ops of data/recipes.json that are not one change to one candidate, and why.
 LEFT_OUT: dict[str, str] = {
     # The next four are carried out by the tree search, not by changing one candidate: it ends by combining the
-    # best nodes from their out-of-fold predictions (agent.ensemble), each way a node that wins only on CV.
+    # best nodes from their out-of-fold predictions (agent.search.blending), each way a node that wins only on CV.
     "average_ensemble": "an ensemble of several candidates: the tree search's final blend",
     "rank_average_ensemble": "an ensemble of several candidates: the tree search's final rank average (AUC)",
     "stacking_linear": "a linear model on several candidates' out-of-fold predictions: the tree search's final stack",
     "hill_climbing_ensemble": "greedy selection on out-of-fold predictions: the tree search's final blend",
     "optuna_search": "a study over many candidates, not one change: the tree search runs its trials as nodes "
-                     "(agent.tuning)",
+                     "(agent.search.tuning)",
     "validation_scheme": "changes how every candidate is scored, not a candidate (ValidationSpec)",
     "adversarial_validation": "a diagnosis of train/test shift that reads the test set, not a model change",
     "pseudo_labeling": "trains on test predictions: needs a fitted model and the test set inside the loop",
@@ -62,13 +70,7 @@ LEFT_OUT: dict[str, str] = {
     "categorical_crosses": "not implemented yet",
 }
 
-GBDT_TRAINERS = ("hist_gradient_boosting", "xgboost", "lightgbm", "catboost")
-MODEL_ALIASES = {
-    "lgbm": "lightgbm", "lgb": "lightgbm", "xgb": "xgboost", "hgb": "hist_gradient_boosting",
-    "histgradientboosting": "hist_gradient_boosting", "rf": "random_forest", "randomforest": "random_forest",
-    "et": "extra_trees", "extratrees": "extra_trees", "ridge": "linear", "logistic_regression": "linear",
-    "logreg": "linear", "logistic": "linear", "cat": "catboost",
-}
+GBDT_TRAINERS = trainers_of("gbdt")
 
 # Where steps go. Feature steps sit before the first of these (imputation, encoding, scaling).
 _ENCODING_OPS = ("missing_indicators", "impute_numeric", "impute_categorical", "target_encoding", "one_hot",
@@ -194,8 +196,7 @@ def _require(candidate: SolutionCandidate, op: str, trainers: tuple[str, ...]) -
 
 
 def _set_model(candidate: SolutionCandidate, params: Mapping[str, Any]) -> SolutionCandidate:
-    name = str(params.get("model", "xgboost")).lower()
-    name = MODEL_ALIASES.get(name, name)
+    name = trainer_alias(str(params.get("model", "xgboost")))
     trainers = trainer_registry()
     lookup_trainer(name, trainers)
     if name == candidate.trainer:
@@ -366,8 +367,7 @@ def _native_categorical(candidate: SolutionCandidate, params: Mapping[str, Any])
     return _set_params(changed, model)
 
 
-# Models whose fit depends on the seed: row/column subsampling (the boosting presets, forests' bootstrap).
-SEEDED_TRAINERS = ("random_forest", "extra_trees", "xgboost", "lightgbm", "catboost")
+SEEDED_TRAINERS = tuple(name for name, facts in TRAINER_FACTS.items() if facts.seed_dependent)
 
 
 def _seed_bagging(candidate: SolutionCandidate, params: Mapping[str, Any]) -> SolutionCandidate:
@@ -419,17 +419,13 @@ def _numeric(profile: TaskProfile, min_distinct: int = 3) -> list[str]:
     return [c.name for c in profile.columns if c.kind == "numeric" and c.cardinality >= min_distinct]
 
 
-def _categorical(profile: TaskProfile) -> list:
-    return [c for c in profile.columns if c.kind == "categorical"]
-
-
 def _has(kind: str, what: str) -> Callable[[TaskProfile], str | None]:
     return lambda profile: None if profile.columns_of_kind(kind) else f"no {what} column"
 
 
 def _categorical_over(levels: int) -> Callable[[TaskProfile], str | None]:
     def check(profile: TaskProfile) -> str | None:
-        if any(c.cardinality > levels for c in _categorical(profile)):
+        if any(c.cardinality > levels for c in profile.column_infos("categorical")):
             return None
         return f"no categorical column with more than {levels} levels"
     return check
@@ -509,7 +505,7 @@ def _constant_columns(profile: TaskProfile) -> str | None:
 
 def _rare_levels(profile: TaskProfile) -> str | None:
     frame = _features(profile)
-    for column in _categorical(profile):
+    for column in profile.column_infos("categorical"):
         if column.cardinality > 10 and frame is not None and (frame[column.name].value_counts() < 10).any():
             return None
     return "no categorical column with a long tail of levels seen fewer than 10 times"
@@ -538,7 +534,7 @@ def _composite(profile: TaskProfile) -> str | None:
 
 
 def _group_keys(profile: TaskProfile) -> str | None:
-    keys = [c for c in _categorical(profile) if 3 <= c.cardinality <= profile.n_rows / 5]
+    keys = [c for c in profile.column_infos("categorical") if 3 <= c.cardinality <= profile.n_rows / 5]
     if not keys:
         return "no categorical key with at least 3 levels and repeated rows"
     return None if _numeric(profile) else "no numeric column to summarise by group"
@@ -563,7 +559,7 @@ def _heavy_tails(profile: TaskProfile) -> str | None:
 
 
 def _class_weights_condition(profile: TaskProfile) -> str | None:
-    if profile.task_type not in ("binary", "multiclass"):
+    if profile.task_type not in CLASSIFICATION:
         return "not a classification task"
     if profile.class_balance is None or profile.class_balance >= 0.2:
         return f"classes are balanced enough (rarest class share {profile.class_balance:.2f} >= 0.2)"
@@ -573,7 +569,7 @@ def _class_weights_condition(profile: TaskProfile) -> str | None:
 
 
 def _native_categorical_condition(profile: TaskProfile) -> str | None:
-    if any(2 < c.cardinality <= 250 for c in _categorical(profile)):
+    if any(2 < c.cardinality <= 250 for c in profile.column_infos("categorical")):
         return None
     return "no categorical column with 3 to 250 levels"
 
@@ -587,7 +583,7 @@ _CONDITIONS: dict[str, Callable[[TaskProfile], str | None]] = {
     "winsorize_features": _heavy_tails,
     "log_target": _log_target,
     "power_target": _power_target,
-    "one_hot": lambda p: None if any(c.cardinality <= 15 for c in _categorical(p)) else "no categorical column with at most 15 levels",
+    "one_hot": lambda p: None if any(c.cardinality <= 15 for c in p.column_infos("categorical")) else "no categorical column with at most 15 levels",
     "ordinal_encoding": _has("categorical", "categorical"),
     "target_encoding": _categorical_over(50),
     "frequency_encoding": _categorical_over(10),

@@ -1,6 +1,6 @@
 """Run-time support for solutions: reading a task, feature helpers, metrics, cross-validation, submissions.
 
-Every rendered solution.py carries this module's source verbatim (see agent.render), so the agent and
+Every rendered solution.py carries this module's source verbatim (see agent.outputs.solution), so the agent and
 the user's copy score a model with the same code. It must therefore import only numpy, pandas,
 scikit-learn and, when installed, xgboost / lightgbm / catboost — nothing from casebook.
 """
@@ -10,11 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
+from scipy.stats import rankdata
 
 # Most estimator imports below are for the model source that solution.py's build_model() evaluates,
 # so they look unused to a linter: keep them (ruff: F401 is off for this file in pyproject.toml).
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 from sklearn.compose import ColumnTransformer, TransformedTargetRegressor, make_column_selector
+from sklearn.decomposition import TruncatedSVD
 from sklearn.dummy import DummyClassifier, DummyRegressor
 from sklearn.ensemble import (
     ExtraTreesClassifier,
@@ -26,6 +29,7 @@ from sklearn.ensemble import (
     VotingClassifier,
     VotingRegressor,
 )
+from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression, QuantileRegressor, Ridge
 from sklearn.metrics import (
@@ -51,10 +55,6 @@ from sklearn.preprocessing import (
     StandardScaler,
     TargetEncoder,
 )
-from sklearn.decomposition import TruncatedSVD
-from sklearn.feature_extraction.text import TfidfVectorizer
-from scipy import sparse
-from scipy.stats import rankdata
 
 try:
     from xgboost import XGBClassifier, XGBRegressor
@@ -824,7 +824,7 @@ class SeedBagged(_Wrapper):
         return np.mean([member.predict(X) for member in self.estimators_], axis=0)
 
 
-# ---- combining fitted members with fixed coefficients (agent.ensemble learns them out of fold)
+# ---- combining fitted members with fixed coefficients (agent.search.blending learns them out of fold)
 
 LINKS = ("identity", "log1p", "logit", "rank")
 

@@ -7,7 +7,7 @@ Two signals, combined per op:
   - wording: lexical cues that name the technique ("count encoding", "tf-idf", "log1p of the target",
     "rotated coordinates"...), which are far more precise than meaning alone when present.
 A trick whose best op stays under `threshold` maps to None: the caller logs it, nothing is forced.
-Only ops of the executable catalogue (agent.recipes) are candidates.
+Only ops of the executable catalogue (agent.knowledge.recipes) are candidates.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from agent.recipes import catalogue
+from agent.knowledge.recipes import catalogue
 
 DEFAULT_THRESHOLD = 0.5
 CUE_BONUS = 0.35  # added to the similarity of an op whose cue the text's first sentence contains
@@ -93,7 +93,7 @@ _COMPILED = {op: tuple(re.compile(cue) for cue in cues) for op, cues in CUES.ite
 @dataclass(frozen=True)
 class RecipeMatch:
     op: str
-    params: dict[str, Any]  # {} = the op's defaults (agent.recipes applies them); no value is guessed from text
+    params: dict[str, Any]  # {} = the op's defaults (agent.knowledge.recipes applies them); no value is guessed from text
     confidence: float  # in [0, 1]
     evidence: str  # why: the cue that fired and the similarity to the op's description
 

@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.spec import SpecError, Step
-from agent.steps import evaluate_source, steps_named
+from agent.engine.spec import SpecError, Step
+from agent.engine.steps import evaluate_source, steps_named
+from retrieval.metrics import CLASSIFICATION
 
 Trainer = Callable[[Mapping[str, Any], str, int], Any]
 
@@ -37,7 +38,7 @@ GENERIC_STEPS = LINEAR_STEPS
 
 @dataclass(frozen=True)
 class EstimatorTrainer:
-    classifier: str  # class names in agent.runtime
+    classifier: str  # class names in agent.engine.runtime
     regressor: str
     default_steps: tuple[Step, ...]
     classifier_defaults: Mapping[str, Any] = field(default_factory=dict)
@@ -51,7 +52,7 @@ class EstimatorTrainer:
     regressor_losses: Mapping[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
 
     def render(self, params: Mapping[str, Any], task_type: str, random_state: int) -> str:
-        classification = task_type in ("binary", "multiclass")
+        classification = task_type in CLASSIFICATION
         params = dict(params)
         estimator = self.classifier if classification else self.regressor
         defaults = self.classifier_defaults if classification else self.regressor_defaults
@@ -147,7 +148,109 @@ def default_steps(trainer: Trainer) -> tuple[Step, ...]:
     return getattr(trainer, "default_steps", GENERIC_STEPS)
 
 
+def steps_for(trainer: str, trainers: Mapping[str, Trainer]) -> tuple[Step, ...]:
+    """A trainer's default preprocessing; for a name not registered, what its kind of model would need."""
+    if trainer in trainers:
+        return tuple(default_steps(trainers[trainer]))
+    return LINEAR_STEPS if trainer == "linear" else TREE_STEPS
+
+
 def lookup_trainer(name: str, trainers: Mapping[str, Trainer]) -> Trainer:
     if name not in trainers:
         raise SpecError(f"unknown trainer {name!r}: known trainers are {', '.join(sorted(trainers))}")
     return trainers[name]
+
+
+# ---- what the search knows of each built-in trainer, in one place
+
+Variation = tuple[str, Mapping[str, Any]]  # (why, parameter changes)
+# parameter -> (kind, low, high); kind is "float", "log" (float, log-uniform), "int" or "int_log".
+SearchSpace = Mapping[str, tuple[str, float, float]]
+
+_TREE_ENSEMBLE: tuple[Variation, ...] = (
+    ("more trees", {"n_estimators": 600}),
+    ("a third of the features per split", {"max_features": 0.33}),
+    ("larger leaves against overfitting", {"min_samples_leaf": 3}),
+)
+_FOREST_SPACE: SearchSpace = {"max_features": ("float", 0.2, 1.0), "min_samples_leaf": ("int_log", 1, 20)}
+
+
+@dataclass(frozen=True)
+class TrainerFacts:
+    family: str  # "baseline", "linear", "forest" or "gbdt"
+    rounds_param: str | None = None  # the number of trees or boosting rounds
+    default_rounds: int | None = None
+    learning_rate_param: str | None = None
+    default_learning_rate: float | None = None
+    # The fit depends on the seed (row/column subsampling, bootstrap), so averaging seeds helps.
+    seed_dependent: bool = False
+    # Built-in changes tried in order around a node of this trainer; for a linear model they depend on the task.
+    variations: tuple[Variation, ...] = ()
+    regression_variations: tuple[Variation, ...] | None = None  # None: the same as `variations`
+    search_space: SearchSpace = field(default_factory=dict)  # a short Optuna study's space
+    aliases: tuple[str, ...] = ()  # other names write-ups use for it
+
+    def variations_for(self, classification: bool) -> tuple[Variation, ...]:
+        if classification or self.regression_variations is None:
+            return self.variations
+        return self.regression_variations
+
+
+TRAINER_FACTS: dict[str, TrainerFacts] = {
+    "baseline": TrainerFacts("baseline"),
+    "linear": TrainerFacts(
+        "linear", aliases=("ridge", "logistic_regression", "logreg", "logistic"),
+        variations=(("weaker regularisation", {"C": 10.0}), ("stronger regularisation", {"C": 0.1})),
+        regression_variations=(("weaker regularisation", {"alpha": 0.1}), ("stronger regularisation", {"alpha": 10.0}))),
+    "random_forest": TrainerFacts("forest", "n_estimators", 300, seed_dependent=True, variations=_TREE_ENSEMBLE,
+                                  search_space=_FOREST_SPACE, aliases=("rf", "randomforest")),
+    "extra_trees": TrainerFacts("forest", "n_estimators", 300, seed_dependent=True, variations=_TREE_ENSEMBLE,
+                                search_space=_FOREST_SPACE, aliases=("et", "extratrees")),
+    "hist_gradient_boosting": TrainerFacts(
+        "gbdt", "max_iter", 100, "learning_rate", 0.1, aliases=("hgb", "histgradientboosting"),
+        variations=(("slower learning with more trees", {"learning_rate": 0.05, "max_iter": 300}),
+                    ("smaller, regularised trees", {"max_leaf_nodes": 15, "l2_regularization": 1.0}),
+                    ("larger trees", {"max_leaf_nodes": 63, "min_samples_leaf": 10}),
+                    ("many slow trees", {"learning_rate": 0.03, "max_iter": 600})),
+        search_space={"learning_rate": ("log", 0.02, 0.3), "max_leaf_nodes": ("int_log", 15, 127),
+                      "min_samples_leaf": ("int_log", 5, 100), "l2_regularization": ("log", 1e-3, 10.0),
+                      "max_features": ("float", 0.4, 1.0)}),
+    "xgboost": TrainerFacts(
+        "gbdt", "n_estimators", 400, "learning_rate", 0.05, seed_dependent=True, aliases=("xgb",),
+        variations=(("more trees at half the learning rate", {"n_estimators": 800, "learning_rate": 0.025}),
+                    ("shallower trees", {"max_depth": 4}),
+                    ("deeper trees with heavier leaves", {"max_depth": 8, "min_child_weight": 3})),
+        search_space={"learning_rate": ("log", 0.01, 0.3), "max_depth": ("int", 3, 10),
+                      "min_child_weight": ("log", 0.5, 20.0), "subsample": ("float", 0.5, 1.0),
+                      "colsample_bytree": ("float", 0.4, 1.0), "reg_lambda": ("log", 1e-3, 10.0)}),
+    "lightgbm": TrainerFacts(
+        "gbdt", "n_estimators", 400, "learning_rate", 0.05, seed_dependent=True, aliases=("lgbm", "lgb"),
+        variations=(("more trees at half the learning rate", {"n_estimators": 800, "learning_rate": 0.025}),
+                    ("fewer leaves", {"num_leaves": 15})),
+        search_space={"learning_rate": ("log", 0.01, 0.3), "num_leaves": ("int_log", 15, 255),
+                      "min_child_samples": ("int_log", 5, 100), "subsample": ("float", 0.5, 1.0),
+                      "colsample_bytree": ("float", 0.4, 1.0), "reg_lambda": ("log", 1e-3, 10.0)}),
+    "catboost": TrainerFacts(
+        "gbdt", "iterations", 500, "learning_rate", 0.05, seed_dependent=True, aliases=("cat",),
+        variations=(("deeper trees", {"depth": 8}), ("more iterations", {"iterations": 1000})),
+        search_space={"learning_rate": ("log", 0.02, 0.3), "depth": ("int", 4, 10),
+                      "l2_leaf_reg": ("log", 1.0, 10.0)}),
+}
+_NO_FACTS = TrainerFacts("custom")
+# The seed loop's population and the order drafts go in: cheap and different first.
+SEED_TRAINERS = ("linear", "random_forest", "hist_gradient_boosting", "xgboost", "lightgbm", "catboost")
+
+
+def trainer_facts(name: str) -> TrainerFacts:
+    """What is known of a trainer by name; a user's own trainer has no facts."""
+    return TRAINER_FACTS.get(name, _NO_FACTS)
+
+
+def trainers_of(*families: str) -> tuple[str, ...]:
+    return tuple(name for name, facts in TRAINER_FACTS.items() if facts.family in families)
+
+
+def trainer_alias(name: str) -> str:
+    """The trainer a name from a write-up or card means ("lgbm" -> "lightgbm")."""
+    lowered = name.lower()
+    return next((trainer for trainer, facts in TRAINER_FACTS.items() if lowered in facts.aliases), lowered)

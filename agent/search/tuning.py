@@ -19,28 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agent.loop import SolutionCandidate
+from agent.candidate import SolutionCandidate
+from agent.engine.trainers import trainer_facts
 
-# trainer -> parameter -> (kind, low, high); kind is "float", "log" (float, log-uniform), "int" or "int_log".
-SEARCH_SPACES: dict[str, dict[str, tuple[str, float, float]]] = {
-    "xgboost": {"learning_rate": ("log", 0.01, 0.3), "max_depth": ("int", 3, 10),
-                "min_child_weight": ("log", 0.5, 20.0), "subsample": ("float", 0.5, 1.0),
-                "colsample_bytree": ("float", 0.4, 1.0), "reg_lambda": ("log", 1e-3, 10.0)},
-    "lightgbm": {"learning_rate": ("log", 0.01, 0.3), "num_leaves": ("int_log", 15, 255),
-                 "min_child_samples": ("int_log", 5, 100), "subsample": ("float", 0.5, 1.0),
-                 "colsample_bytree": ("float", 0.4, 1.0), "reg_lambda": ("log", 1e-3, 10.0)},
-    "hist_gradient_boosting": {"learning_rate": ("log", 0.02, 0.3), "max_leaf_nodes": ("int_log", 15, 127),
-                               "min_samples_leaf": ("int_log", 5, 100), "l2_regularization": ("log", 1e-3, 10.0),
-                               "max_features": ("float", 0.4, 1.0)},
-    "catboost": {"learning_rate": ("log", 0.02, 0.3), "depth": ("int", 4, 10), "l2_leaf_reg": ("log", 1.0, 10.0)},
-    "random_forest": {"max_features": ("float", 0.2, 1.0), "min_samples_leaf": ("int_log", 1, 20)},
-    "extra_trees": {"max_features": ("float", 0.2, 1.0), "min_samples_leaf": ("int_log", 1, 20)},
-}
 DEFAULT_TRIALS = 50
 
 
 def tunable(candidate: SolutionCandidate) -> bool:
-    return candidate.trainer in SEARCH_SPACES
+    return bool(trainer_facts(candidate.trainer).search_space)
 
 
 def _suggest(trial, name: str, kind: str, low: float, high: float) -> Any:
@@ -93,7 +79,7 @@ class Tuner:
         if study.trials >= study.max_trials:
             return None
         trial = study.study.ask()
-        space = SEARCH_SPACES[study.candidate.trainer]
+        space = trainer_facts(study.candidate.trainer).search_space
         params = {name: _suggest(trial, name, *bounds) for name, bounds in space.items()}
         proposed = replace(study.candidate, params={**study.candidate.params, **params})
         study.pending[_key(proposed)] = trial

@@ -7,7 +7,7 @@ of the blended model. Weights come from greedy ensemble selection with replaceme
 the member whose addition most improves the metric, keep the best blend seen. Weights are counts, so
 they are non-negative and sum to one, and a member that never helps gets weight 0.
 
-The blend is itself a solution (agent.engine.ensemble_spec): refit, rendered and submitted like any
+The blend is itself a solution (agent.engine.compile.ensemble_spec): refit, rendered and submitted like any
 other. Only metrics scored on probabilities or on regression values can be blended; label metrics
 (accuracy, F1 on labels) cannot be averaged.
 
@@ -29,8 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
-from agent import runtime
-from agent.verifier import oriented
+from agent.engine import runtime
+from agent.search.journal import Journal, Node
+from agent.verify.verifier import oriented
 from retrieval.metrics import MetricInfo, metric_info
 
 DEFAULT_ROUNDS = 25  # AutoGluon uses 25 rounds of selection too
@@ -145,3 +146,18 @@ def blends(predictions: Sequence[np.ndarray], y: np.ndarray, metric: str, task_t
         found.append(Blend(tuple(float(w) for w in weights), stacked.fold_values, stacked.predictions, STACK,
                            stacked.intercept, stacked.link))
     return found
+
+
+BLEND_CANDIDATES = 8  # the verified nodes a blend picks its members from: each family's best, then the best
+
+
+def blend_candidates(journal: Journal) -> list[Node]:
+    """The nodes a blend picks from: the best node of each model family, then the best of the rest. Members that
+    differ in kind are what a blend gains from; the best nodes of a search are often one family's variants."""
+    ranked = sorted((node for node in journal.valid_nodes if not node.members),
+                    key=lambda node: node.score, reverse=True)
+    leaders = list({node.candidate.trainer: node for node in reversed(ranked)}.values())[:BLEND_CANDIDATES]
+    chosen = {node.id for node in leaders}
+    rest = [node for node in ranked if node.id not in chosen]
+    return sorted(leaders + rest[:BLEND_CANDIDATES - len(leaders)],
+                  key=lambda node: node.score, reverse=True)

@@ -1,9 +1,9 @@
 """Preprocessing and feature steps, by name, as they appear in a SolutionSpec.
 
 A built-in step is defined by the Python source of its transformer (`SourceStep`): the engine
-evaluates that source against agent.runtime, and solution.py contains the very same source, so the
+evaluates that source against agent.engine.runtime, and solution.py contains the very same source, so the
 two cannot drift apart. Adding an op (target_encoding, tfidf_text, ...) is one more entry in
-BUILTIN_STEPS; an op that needs a transformer class adds that class to agent.runtime.
+BUILTIN_STEPS; an op that needs a transformer class adds that class to agent.engine.runtime.
 
 Steps receive a `CompileContext`: the column kinds, and the data a solution could read. Built-in
 steps only read the kinds; the data is there so that anything a user plugs in sees what real code
@@ -20,8 +20,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
-from agent import runtime
-from agent.spec import SpecError, Step
+from agent.engine import runtime
+from agent.engine.spec import SpecError, Step
+from retrieval.metrics import CLASSIFICATION
 from retrieval.profile import ColumnInfo
 
 
@@ -59,11 +60,11 @@ class StepOp(Protocol):
 @runtime_checkable
 class RenderableStep(StepOp, Protocol):
     def render(self, params: Mapping[str, Any], context: CompileContext) -> str:
-        """Python source of the transformer, evaluated in agent.runtime's namespace."""
+        """Python source of the transformer, evaluated in agent.engine.runtime's namespace."""
 
 
 def evaluate_source(source: str, **names: Any) -> Any:
-    """Evaluate rendered model code against agent.runtime, as solution.py does."""
+    """Evaluate rendered model code against agent.engine.runtime, as solution.py does."""
     return eval(source, {**vars(runtime), **names})  # noqa: S307 - our own rendered source, never user text
 
 
@@ -165,7 +166,7 @@ _TARGET_TYPES = {"binary": "binary", "multiclass": "multiclass", "regression": "
 
 
 def _folds_source(n_splits: int, context: CompileContext) -> str:
-    splitter = "StratifiedKFold" if context.task_type in ("binary", "multiclass") else "KFold"
+    splitter = "StratifiedKFold" if context.task_type in CLASSIFICATION else "KFold"
     return f"{splitter}({n_splits!r}, shuffle=True, random_state={context.random_state!r})"
 
 
@@ -259,7 +260,7 @@ BUILTIN_STEPS: dict[str, SourceStep] = {
                    fixed={"min_levels": 50, "multiclass": "per_class", "noise": 0.0}),
         SourceStep("standard_scale", lambda p, c: f"on_columns(StandardScaler(with_mean={p['with_mean']!r}), NUMERIC)",
                    {"with_mean": True}),
-        # ---- feature steps: each transformer learns only from the rows it is fitted on (see agent.runtime).
+        # ---- feature steps: each transformer learns only from the rows it is fitted on (see agent.engine.runtime).
         SourceStep("drop_constant_columns", lambda p, c: f"DropConstant(max_top_frequency={float(p['max_top_frequency'])!r})",
                    {"max_top_frequency": 0.999}),
         SourceStep("winsorize_features",
@@ -281,7 +282,7 @@ BUILTIN_STEPS: dict[str, SourceStep] = {
                    lambda p, c: f"GroupStats(group_cols={_names(p['group_cols'])!r}, agg_cols={_names(p['agg_cols'])!r}, "
                                 f"aggs={_aggs(p['aggs'])!r}, add_diff={bool(p['add_diff'])!r})",
                    {"group_cols": None, "agg_cols": None, "aggs": ("mean", "std", "count"), "add_diff": True}),
-        # Sparse output for linear models and XGBoost; it comes last, after every other step (see agent.recipes).
+        # Sparse output for linear models and XGBoost; it comes last, after every other step (see agent.knowledge.recipes).
         SourceStep("tfidf_text", _tfidf_text,
                    {"analyzer": "word", "ngram_range": (1, 2), "max_features": 50000, "min_df": 2, "sublinear_tf": True,
                     "output": "sparse"}),
@@ -320,7 +321,7 @@ BUILTIN_STEPS: dict[str, SourceStep] = {
                                 f"strategy={_choice('binning', 'strategy', p['strategy'], ('quantile', 'uniform'))!r})",
                    {"columns": None, "n_bins": 10, "strategy": "quantile"}),
         # Replaces ordinal_encoding for models that split on categories natively; the LightGBM/XGBoost
-        # parameters of the recipe travel to the model (agent.recipes), the step itself only sets the dtype.
+        # parameters of the recipe travel to the model (agent.knowledge.recipes), the step itself only sets the dtype.
         SourceStep("native_categorical", lambda p, c: f"NativeCategories(max_levels={int(p['max_levels'])!r}{_skip(c)})",
                    {"max_levels": 250, "max_cat_to_onehot": 4, "cat_smooth": 10, "min_data_per_group": 50}),
     )
@@ -336,6 +337,10 @@ TARGET_OPS: dict[str, TargetOp] = {
     op.name: op for op in (TargetOp("log_target", _log_target, {"offset": 1.0}),
                            TargetOp("power_target", _power_target, {"method": "yeo-johnson"}))
 }
+
+
+# Fit log(1 + y) and map predictions back: for metrics on a log or relative scale (RMSLE, MAPE).
+LOG_TARGET = Step("log_target")
 
 
 def step_op(name: str, extra_steps: Mapping[str, StepOp] | None = None) -> StepOp:

@@ -11,113 +11,26 @@ A verifier then turns the measurements into a `Verdict`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-import scipy.sparse as sp
 import pandas as pd
+import scipy.sparse as sp
 from sklearn.pipeline import Pipeline
 
-from agent import runtime
-from agent.engine import Dataset, compile_spec
-from agent.models import Trainer
-from agent.spec import SolutionSpec
-from agent.steps import CompileContext, StepOp
-from retrieval.metrics import MetricInfo
+from agent.engine import runtime
+from agent.engine.compile import compile_spec
+from agent.engine.dataset import Dataset
+from agent.engine.spec import SolutionSpec
+from agent.engine.steps import CompileContext, StepOp
+from agent.engine.trainers import Trainer
+from agent.verify.findings import Inspection
 
 # Enough rows to fit any preprocessing faithfully, few enough to keep the checks to a second or two.
 _FIT_ROWS = 1000
 _PROBE_ROWS = 200
 _USAGE_PROBE_ROWS = 50
 _TARGET_COPY_CORRELATION = 0.999
-
-
-@dataclass(frozen=True)
-class Inspection:
-    leaks: tuple[str, ...] = ()  # reasons to reject
-    warnings: tuple[str, ...] = ()  # worth a look, not a reason to reject
-    ignored_columns: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """What evaluating one candidate measured."""
-
-    status: str  # as agent.sandbox.Outcome.status
-    metric_value: float = math.nan  # mean CV metric in its own units
-    fold_values: tuple[float, ...] = ()
-    error: str = ""
-    inspection: Inspection = Inspection()
-    ignored_files: tuple[str, ...] = ()
-    elapsed: float = 0.0
-    # Every training row's out-of-fold prediction (what the metric scores), for blending candidates; not compared.
-    predictions: Any = field(default=None, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    valid: bool
-    reason: str
-    score: float  # greater is better (errors negated, as scikit-learn scorers do); -inf for a failure
-    notes: tuple[str, ...] = field(default=())
-
-
-@runtime_checkable
-class Verifier(Protocol):
-    def verify(self, evidence: Evidence, baseline_score: float, metric: MetricInfo) -> Verdict:
-        """Judge one attempt against the trivial baseline's score (greater is better)."""
-
-
-def oriented(value: float, metric: MetricInfo) -> float:
-    """A metric value as a greater-is-better score."""
-    return value if metric.greater_is_better else -value
-
-
-def natural(score: float, metric: MetricInfo) -> float:
-    """A greater-is-better score back in the metric's own units."""
-    return oriented(score, metric)
-
-
-@dataclass(frozen=True)
-class DeterministicVerifier:
-    """Valid = ran, finite, no leakage, and beats the trivial baseline by more than `margin` (in score units)."""
-
-    margin: float = 0.0
-
-    def verify(self, evidence: Evidence, baseline_score: float, metric: MetricInfo) -> Verdict:
-        notes = usage_notes(evidence)
-        if evidence.status != "ok":
-            return Verdict(False, f"failed ({evidence.status}): {last_line(evidence.error)}", -math.inf, notes)
-        if not math.isfinite(evidence.metric_value):
-            return Verdict(False, f"non-finite CV score ({evidence.metric_value})", -math.inf, notes)
-        score = oriented(evidence.metric_value, metric)
-        if evidence.inspection.leaks:
-            return Verdict(False, "leakage: " + "; ".join(evidence.inspection.leaks), score, notes)
-        threshold = natural(baseline_score + self.margin, metric)
-        if score <= baseline_score + self.margin:
-            relation = "<=" if metric.greater_is_better else ">="
-            return Verdict(False, f"does not beat the trivial baseline ({evidence.metric_value:.4f} {relation} "
-                                  f"{threshold:.4f})", score, notes)
-        relation = ">" if metric.greater_is_better else "<"
-        return Verdict(True, f"beats the trivial baseline ({evidence.metric_value:.4f} {relation} {threshold:.4f})",
-                       score, notes)
-
-
-def usage_notes(evidence: Evidence) -> tuple[str, ...]:
-    notes = list(evidence.inspection.warnings)
-    if evidence.inspection.ignored_columns:
-        notes.append("ignores columns: " + ", ".join(evidence.inspection.ignored_columns))
-    if evidence.ignored_files:
-        notes.append("ignores files: " + ", ".join(evidence.ignored_files))
-    return tuple(notes)
-
-
-def last_line(error: str) -> str:
-    lines = [line for line in error.strip().splitlines() if line.strip()]
-    return lines[-1].strip() if lines else "unknown error"
 
 
 def inspect_candidate(

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from kb.config import resolve_home
-from kb.models import STAGES, KINDS, ScoredTrick
+from kb.models import KINDS, STAGES, ScoredTrick
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True)

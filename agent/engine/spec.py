@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,6 +73,17 @@ class SolutionSpec:
     @classmethod
     def from_json(cls, text: str) -> SolutionSpec:
         return cls.from_dict(json.loads(text))
+
+
+def replace_step(steps: Sequence[Step], old: str, new: Step) -> tuple[Step, ...]:
+    return tuple(new if step.op == old else step for step in steps)
+
+
+def insert_before(steps: Sequence[Step], new: Sequence[Step], before: Sequence[str]) -> tuple[Step, ...]:
+    """`new` steps placed before the first step named in `before` (at the end when there is none)."""
+    steps = list(steps)
+    index = next((i for i, step in enumerate(steps) if step.op in before), len(steps))
+    return tuple(steps[:index] + list(new) + steps[index:])
 
 
 def _step(data: Mapping[str, Any]) -> Step:

@@ -8,50 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
-from agent.engine import Dataset
-from agent.loop import AttemptRecord, SolutionCandidate
-from agent.models import Trainer, trainer_registry
-from agent.spec import Step
+from agent.candidate import AttemptRecord, SolutionCandidate
+from agent.engine.dataset import Dataset
+from agent.engine.steps import LOG_TARGET
+from agent.engine.trainers import SEED_TRAINERS, Trainer, trainer_facts, trainer_registry
 
-LOG_TARGET = Step("log_target")
-SEED_TRAINERS = ("linear", "random_forest", "hist_gradient_boosting", "xgboost", "lightgbm", "catboost")
 # Metrics on a log or relative scale: fitting log(1 + y) optimises (nearly) the metric itself.
-_LOG_SCALE_METRICS = ("rmsle", "mape")
-
-_TREE_ENSEMBLE = (
-    ("more trees", {"n_estimators": 600}),
-    ("a third of the features per split", {"max_features": 0.33}),
-    ("larger leaves against overfitting", {"min_samples_leaf": 3}),
-)
-# (rationale, parameter changes) tried in order around the best candidate of each trainer.
-VARIATIONS: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
-    "hist_gradient_boosting": (
-        ("slower learning with more trees", {"learning_rate": 0.05, "max_iter": 300}),
-        ("smaller, regularised trees", {"max_leaf_nodes": 15, "l2_regularization": 1.0}),
-        ("larger trees", {"max_leaf_nodes": 63, "min_samples_leaf": 10}),
-        ("many slow trees", {"learning_rate": 0.03, "max_iter": 600}),
-    ),
-    "xgboost": (
-        ("more trees at half the learning rate", {"n_estimators": 800, "learning_rate": 0.025}),
-        ("shallower trees", {"max_depth": 4}),
-        ("deeper trees with heavier leaves", {"max_depth": 8, "min_child_weight": 3}),
-    ),
-    "lightgbm": (
-        ("more trees at half the learning rate", {"n_estimators": 800, "learning_rate": 0.025}),
-        ("fewer leaves", {"num_leaves": 15}),
-    ),
-    "catboost": (("deeper trees", {"depth": 8}), ("more iterations", {"iterations": 1000})),
-    "random_forest": _TREE_ENSEMBLE,
-    "extra_trees": _TREE_ENSEMBLE,
-}
-_LINEAR_VARIATIONS = {
-    True: (("weaker regularisation", {"C": 10.0}), ("stronger regularisation", {"C": 0.1})),
-    False: (("weaker regularisation", {"alpha": 0.1}), ("stronger regularisation", {"alpha": 10.0})),
-}
 
 
 class VariationProposer:
@@ -63,7 +28,7 @@ class VariationProposer:
         self.seed_trainers = tuple(name for name in seed_trainers if name in available)
 
     def seed(self, dataset: Dataset) -> list[SolutionCandidate]:
-        log_target = _fits_log_scale(dataset) and dataset.metric in _LOG_SCALE_METRICS
+        log_target = _fits_log_scale(dataset) and dataset.metric_info.log_scale
         transform = LOG_TARGET if log_target else None
         why = f" on log(1 + {dataset.target}), as {dataset.metric} scores relative errors" if log_target else ""
         return [SolutionCandidate(name, {}, f"seed: {name.replace('_', ' ')} at defaults{why}", target_transform=transform)
@@ -81,7 +46,7 @@ class VariationProposer:
 
     def _variations(self, parent: AttemptRecord, dataset: Dataset) -> list[SolutionCandidate]:
         base = parent.candidate
-        options = _LINEAR_VARIATIONS[dataset.classification] if base.trainer == "linear" else VARIATIONS.get(base.trainer, ())
+        options = trainer_facts(base.trainer).variations_for(dataset.classification)
         variations = [replace(base, params={**base.params, **changes}, rationale=f"{base.trainer}: {why}")
                       for why, changes in options]
         if _fits_log_scale(dataset):

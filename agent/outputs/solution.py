@@ -1,6 +1,6 @@
 """Render a solution node as a standalone solution.py: the user keeps code, not only a pickle.
 
-The file is agent.runtime's source, the task's settings, and `build_model()` made of the same
+The file is agent.engine.runtime's source, the task's settings, and `build_model()` made of the same
 source strings the engine evaluates, so running it reproduces the agent's CV score exactly.
 """
 
@@ -10,16 +10,12 @@ import inspect
 from collections.abc import Mapping
 from pathlib import Path
 
-from agent import runtime
-from agent.engine import ENSEMBLE, Dataset, ensemble_members
-from agent.models import Trainer, lookup_trainer
-from agent.spec import SolutionSpec
-from agent.steps import BUILTIN_STEPS, RenderableStep, StepOp, target_op
-
-
-class NotRenderableError(ValueError):
-    """A spec using a user-supplied trainer or step, which has no source to put in solution.py."""
-
+from agent.engine import runtime
+from agent.engine.compile import NotRenderableError, render_model
+from agent.engine.dataset import Dataset
+from agent.engine.spec import SolutionSpec
+from agent.engine.steps import StepOp
+from agent.engine.trainers import Trainer
 
 _MAIN = '''
 
@@ -52,44 +48,6 @@ if __name__ == "__main__":
 
     main(sys.argv)
 '''
-
-
-def render_model(
-    spec: SolutionSpec,
-    dataset: Dataset,
-    trainers: Mapping[str, Trainer],
-    random_state: int,
-    extra_steps: Mapping[str, StepOp] | None = None,
-) -> str:
-    """The pipeline's Python source, as compile_spec builds it."""
-    if spec.model.name == ENSEMBLE:
-        members = ",\n".join(f"(\"m{index}\", {render_model(member, dataset, trainers, random_state, extra_steps)})"
-                             for index, member in enumerate(ensemble_members(spec)))
-        params = spec.model.params
-        if "link" in params:
-            model = (f"LinearStack([\n{members}], weights={list(params['weights'])!r}, "
-                     f"intercept={params['intercept']!r}, link={params['link']!r})")
-        else:
-            voting = ("VotingClassifier([\n{members}], voting=\"soft\", weights={weights!r})" if dataset.classification
-                      else "VotingRegressor([\n{members}], weights={weights!r})")
-            model = voting.format(members=members, weights=list(params["weights"]))
-        return f"Pipeline([(\"model\", {model})])"
-    context = dataset.compile_context(random_state)
-    lines = []
-    for index, step in enumerate(spec.steps):
-        op = {**BUILTIN_STEPS, **(extra_steps or {})}.get(step.op)
-        if not isinstance(op, RenderableStep):
-            raise NotRenderableError(f"step {step.op!r} has no source to render; solution.py needs built-in steps")
-        lines.append(f"(\"{index}_{step.op}\", {op.render(step.params, context)}),")
-    trainer = lookup_trainer(spec.model.name, trainers)
-    if not hasattr(trainer, "render"):
-        raise NotRenderableError(f"trainer {spec.model.name!r} is a user factory; solution.py needs a built-in trainer")
-    model = trainer.render(spec.model.params, dataset.task_type, random_state)
-    if spec.target_transform is not None:
-        model = target_op(spec.target_transform.op).render(spec.target_transform.params, model)
-    lines.append(f"(\"model\", {model}),")
-    body = "\n".join(f"        {line}" for line in lines)
-    return f"Pipeline([\n{body}\n    ])"
 
 
 def render_solution(

@@ -1,0 +1,147 @@
+"""The records passed between stages: a solution candidate, the trick behind a change, one evaluated attempt, and
+the outcome of a run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from agent.engine.spec import ModelSpec, SolutionSpec, Step, ValidationSpec
+from agent.engine.trainers import Trainer, default_steps, lookup_trainer
+from agent.verify.findings import Evidence, Verdict
+from agent.verify.verifier import natural
+from retrieval.metrics import metric_info
+
+
+@dataclass(frozen=True)
+class SolutionCandidate:
+    trainer: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    rationale: str = ""
+    steps: tuple[Step, ...] | None = None  # None: the trainer's default preprocessing
+    target_transform: Step | None = None  # a target op, e.g. Step("log_target")
+
+    def to_spec(self, trainers: Mapping[str, Trainer], validation: ValidationSpec) -> SolutionSpec:
+        steps = self.steps if self.steps is not None else default_steps(lookup_trainer(self.trainer, trainers))
+        return SolutionSpec(tuple(steps), ModelSpec(self.trainer, dict(self.params)), self.target_transform, validation)
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    index: int
+    phase: str  # "seed" or "reflection"
+    candidate: SolutionCandidate
+    spec: SolutionSpec
+    evidence: Evidence
+    verdict: Verdict
+    started: float  # seconds since the run started
+    improved: bool  # became the new best
+
+    @property
+    def score(self) -> float:
+        return self.verdict.score
+
+    @property
+    def error(self) -> str:
+        return self.evidence.error
+
+    def to_dict(self) -> dict[str, Any]:
+        inspection = self.evidence.inspection
+        return {
+            "index": self.index, "phase": self.phase, "trainer": self.candidate.trainer,
+            "rationale": self.candidate.rationale, "spec": self.spec.to_dict(),
+            "status": self.evidence.status, "cv_score": json_number(self.evidence.metric_value),
+            "fold_scores": [json_number(value) for value in self.evidence.fold_values],
+            "score": json_number(self.verdict.score), "valid": self.verdict.valid, "verdict": self.verdict.reason,
+            "notes": list(self.verdict.notes), "leaks": list(inspection.leaks),
+            "ignored_columns": list(inspection.ignored_columns), "started": round(self.started, 3),
+            "seconds": round(self.evidence.elapsed, 3), "improved": self.improved, "error": self.evidence.error,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class EngineeringRun:
+    attempts: tuple[AttemptRecord, ...]
+    best_candidate: SolutionCandidate | None
+    best_score: float  # greater is better; -inf when no attempt was verified
+    model: Any  # the best pipeline refit on all training rows, or None
+    metric: str
+    baseline_score: float
+    n_iterations: int  # reflection rounds run
+    best_spec: SolutionSpec | None = None
+    test_prediction: Any = None  # the refit model's test-set prediction, when the dataset has a test set
+    refit_error: str = ""
+    stop_reason: str = ""
+
+    @property
+    def valid_attempts(self) -> int:
+        return sum(attempt.verdict.valid for attempt in self.attempts)
+
+    @property
+    def best_attempt(self) -> AttemptRecord | None:
+        return next((attempt for attempt in reversed(self.attempts) if attempt.improved), None)
+
+    def summary(self) -> str:
+        info = metric_info(self.metric)
+        head = f"Agentic AutoML: {len(self.attempts)} attempts ({self.valid_attempts} verified); "
+        baseline = f"(baseline {natural(self.baseline_score, info):.4f})"
+        if self.best_candidate is None:
+            return head + f"no verified candidate {baseline}"
+        return head + f"best={self.best_candidate.trainer} {self.metric}={natural(self.best_score, info):.4f} {baseline}"
+
+
+def json_number(value: float) -> float | None:
+    """JSON has no infinities or NaN: a missing score is null."""
+    return value if math.isfinite(value) else None
+
+
+
+
+@dataclass(frozen=True)
+class AppliedTrick:
+    """The knowledge behind a change: which trick, from where, and the executable op it became."""
+
+    id: str
+    title: str = ""
+    source: str = ""
+    competition: str | None = None
+    op: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    related: tuple[str, ...] = ()  # further tricks composed with this one in the same step (a draft)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return (self.id, *self.related)
+
+    def describe(self) -> str:
+        origin = f"competition {self.competition}" if self.competition else (self.source or "the knowledge base")
+        return f"trick {self.id} '{self.title or self.op}' ({origin})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "params": dict(self.params), "related": list(self.related)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AppliedTrick:
+        return cls(**{**data, "params": dict(data.get("params") or {}), "related": tuple(data.get("related") or ())})
+
+
+def candidate_to_dict(candidate: SolutionCandidate) -> dict[str, Any]:
+    return {
+        "trainer": candidate.trainer, "params": dict(candidate.params), "rationale": candidate.rationale,
+        "steps": None if candidate.steps is None else [step.to_dict() for step in candidate.steps],
+        "target_transform": candidate.target_transform.to_dict() if candidate.target_transform else None,
+    }
+
+
+def candidate_from_dict(data: Mapping[str, Any]) -> SolutionCandidate:
+    def step(item: Mapping[str, Any]) -> Step:
+        return Step(item["op"], dict(item.get("params") or {}))
+
+    return SolutionCandidate(
+        data["trainer"], dict(data.get("params") or {}), data.get("rationale", ""),
+        None if data.get("steps") is None else tuple(step(item) for item in data["steps"]),
+        step(data["target_transform"]) if data.get("target_transform") else None,
+    )

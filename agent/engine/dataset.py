@@ -1,0 +1,110 @@
+"""The classical engine: a Dataset, and a SolutionSpec compiled to a scikit-learn pipeline, cross-validated and refit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from agent.engine import runtime
+from agent.engine.steps import CompileContext
+from retrieval.metrics import CLASSIFICATION, DEFAULT_METRIC, MetricInfo, metric_info
+from retrieval.profile import (
+    DESCRIPTION_FILE,
+    SAMPLE_SUBMISSION_FILE,
+    TEST_FILE,
+    TRAIN_FILE,
+    ColumnInfo,
+    TaskProfile,
+    describe_columns,
+    infer_task_type,
+)
+
+_FILES_EVERY_SOLUTION_READS = {TRAIN_FILE, TEST_FILE, SAMPLE_SUBMISSION_FILE, DESCRIPTION_FILE}
+
+
+class DatasetError(ValueError):
+    """Data the engine cannot learn from; the message names the column or argument to fix."""
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    name: str
+    X: pd.DataFrame
+    y: np.ndarray  # 0..k-1 class codes for classification, floats for regression
+    task_type: str
+    metric: str
+    columns: tuple[ColumnInfo, ...]
+    target: str
+    classes: np.ndarray | None = None  # the label of each class code
+    X_test: pd.DataFrame | None = None
+    test_ids: pd.Series | None = None
+    id_column: str | None = None
+    sample_submission: pd.DataFrame | None = None
+    task_dir: Path | None = None
+    ignored_files: tuple[str, ...] = ()  # task files that no solution reads
+
+    @property
+    def metric_info(self) -> MetricInfo:
+        return metric_info(self.metric)
+
+    @property
+    def classification(self) -> bool:
+        return self.task_type in CLASSIFICATION
+
+    def compile_context(self, random_state: int) -> CompileContext:
+        return CompileContext(self.task_type, self.columns, self.X, self.y, self.X_test, random_state)
+
+    def submission(self, prediction: Any) -> pd.DataFrame:
+        """The submission table for test-set predictions, shaped like the sample submission."""
+        return runtime.submission_frame(
+            prediction, test_ids=self.test_ids, id_column=self.id_column, target=self.target,
+            classes=self.classes, needs_proba=self.metric_info.needs_proba, sample=self.sample_submission,
+        )
+
+    @classmethod
+    def from_frame(
+        cls,
+        df: pd.DataFrame,
+        target: str,
+        *,
+        metric: str | None = None,
+        test: pd.DataFrame | None = None,
+        id_column: str | None = None,
+        name: str = "frame",
+    ) -> Dataset:
+        """A dataset from one table: `target` is predicted from every other column."""
+        if target not in df.columns:
+            raise DatasetError(f"the frame has no column {target!r}; pass target= one of {list(df.columns)[:10]}")
+        named_metric = metric_info(metric) if metric is not None else None
+        task_type = infer_task_type(df[target], named_metric)
+        if task_type not in (*CLASSIFICATION, "regression"):
+            raise DatasetError(f"column {target!r} cannot be learned (task type {task_type}); check target=")
+        X = runtime.normalise_frame(df.drop(columns=[target]))
+        y, classes = runtime.encode_target(df[target], task_type in CLASSIFICATION)
+        return cls(
+            name=name, X=X, y=y, task_type=task_type, metric=(named_metric.name if named_metric else DEFAULT_METRIC[task_type]),
+            columns=tuple(describe_columns(X, id_column=id_column)), target=target, classes=classes,
+            X_test=None if test is None else runtime.normalise_frame(test[X.columns]), id_column=id_column,
+            test_ids=None if test is None or id_column is None else test[id_column],
+        )
+
+    @classmethod
+    def from_profile(cls, profile: TaskProfile) -> Dataset:
+        """The task folder's data, as the profile set it up."""
+        if profile.task_type not in (*CLASSIFICATION, "regression"):
+            raise DatasetError(f"{profile.task_dir / TRAIN_FILE}: target {profile.target!r} gives task type "
+                               f"{profile.task_type}; pass --target naming a class or numeric column")
+        X, y_raw, X_test, test_ids, sample = runtime.load_task(profile.task_dir, profile.target, profile.id_column)
+        y, classes = runtime.encode_target(y_raw, profile.task_type in CLASSIFICATION)
+        present = set(X.columns)
+        return cls(
+            name=profile.name, X=X, y=y, task_type=profile.task_type, metric=profile.metric,
+            columns=tuple(column for column in profile.columns if column.name in present), target=profile.target,
+            classes=classes, X_test=X_test, test_ids=test_ids, id_column=profile.id_column, sample_submission=sample,
+            task_dir=profile.task_dir,
+            ignored_files=tuple(name for name in profile.files if name not in _FILES_EVERY_SOLUTION_READS),
+        )

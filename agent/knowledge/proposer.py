@@ -1,0 +1,279 @@
+"""The knowledge proposer (`agent solve --use-kb`): drafts and improvements made of retrieved tricks.
+
+It drafts each model family with the retrieved tricks its columns and metric need (free text, dates,
+composite ids; the loss the metric rewards), and improves a node with exactly one retrieved trick not yet
+used on its branch (with probability `trick_prob`), else with a built-in change. Tricks run through the
+recipe catalogue (agent.knowledge.recipes). When an ensembling trick was retrieved, the search ends with a
+blend of the best nodes; a retrieved tuning trick (Optuna) runs a study around the node being improved once
+the untried tricks are used up there, each trial one node (agent.search.tuning).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+
+from agent.candidate import AppliedTrick, SolutionCandidate
+from agent.engine.trainers import Trainer, trainers_of
+from agent.search.blending import blend_candidates
+from agent.search.builtin import BuiltinTreeProposer, describe_score, target_note
+from agent.search.journal import IMPROVE, Journal, Node, candidate_key
+from agent.search.protocols import BlendProposal, Proposal
+from agent.search.tuning import DEFAULT_TRIALS, Tuner
+from retrieval.profile import TaskProfile
+
+# Ensembling tricks, which the tree search carries out by combining nodes on their out-of-fold predictions: a
+# weighted average, a rank average (AUC) and a linear stack, each a node that wins only on CV (agent.search.blending).
+BLEND_OPS = ("hill_climbing_ensemble", "average_ensemble", "rank_average_ensemble", "stacking_linear")
+TUNE_OP = "optuna_search"  # a tuning trick: a short Optuna study around a node (agent.search.tuning), trials as nodes
+# Tricks for a kind of column the task has (free text, dates, composite string ids) or for the metric (the loss it
+# rewards): every knowledge draft takes them, since a model that drops or mangles those columns loses the signal
+# they carry, and one fitted to another loss predicts another statistic (the mean under MAE). Every other trick
+# enters as a single improvement, where one that does not beat its parent is dropped: composed into drafts
+# untested, retrieved presets cost more than they gave (hpc: an XGBoost draft with a small-data preset scored
+# log loss 0.600 against 0.455 at defaults; churn: HistGradientBoosting with early stopping 0.198 against 0.168).
+NEEDED_OPS = ("tfidf_text", "tfidf_svd", "text_stats", "split_composite_string", "datetime_parts",
+              "cyclical_encoding", "loss_for_metric")
+# Monotone transforms of the features, which leave a tree's splits (so its predictions) unchanged.
+TREE_INVARIANT_OPS = ("standard_scale", "quantile_transform", "log_features")
+
+
+
+
+@dataclass(frozen=True)
+class _Option:
+    """A retrieved trick that the recipe catalogue can execute on this task."""
+
+    trick: AppliedTrick
+    recipe: Any  # Recipe; None for a tuning trick (an Optuna study, agent.search.tuning)
+    score: float
+
+
+class KnowledgeTreeProposer:
+    """Drafts and improvements composed from the tricks retrieved for the task (see the module docstring)."""
+
+    def __init__(self, kb, trainers: Mapping[str, Trainer] | None = None, *, trick_prob: float = 0.5, k: int = 40,
+                 retrieved: Sequence[Any] | None = None, embedder=None, min_mapping_confidence: float = 0.5):
+        from agent.knowledge import (
+            recipes,  # the executable recipe catalogue; imported here, when knowledge is asked for
+        )
+
+        self.recipes = recipes
+        self.kb = kb
+        self.builtin = BuiltinTreeProposer(trainers)
+        self.trainers = self.builtin.trainers
+        self.trick_prob = trick_prob
+        self.k = k
+        self._retrieved = list(retrieved) if retrieved is not None else None
+        self.embedder = embedder  # for agent.knowledge.trick_mapping, which maps tricks without a recipe to an op
+        self.min_mapping_confidence = min_mapping_confidence
+        self._options: list[_Option] | None = None
+        self._reading: Future[list[_Option]] | None = None
+        self._tuner: Tuner | None = None  # Optuna studies, made when a retrieved tuning trick is first used
+
+    # ---- the tricks this task can use
+
+    def options(self, profile: TaskProfile) -> list[_Option]:
+        if self._options is None:
+            self._options = self._read_knowledge(profile) if self._reading is None else self._reading.result()
+        return self._options
+
+    def _read_knowledge(self, profile: TaskProfile) -> list[_Option]:
+        if self._retrieved is None:
+            from retrieval.retriever import retrieve
+
+            self._retrieved = retrieve(profile, k=self.k, kb=self.kb)
+        return self._executable(profile, self._retrieved)
+
+    def _start_reading(self, profile: TaskProfile) -> None:
+        """Retrieve and map the tricks on a worker thread: loading the embedding model and searching take seconds
+        that would otherwise come out of the search's budget, while a candidate's CV runs in its own process."""
+        if self._options is None and self._reading is None:
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="casebook-retrieval")
+            self._reading = pool.submit(self._read_knowledge, profile)
+            pool.shutdown(wait=False)  # the thread ends with its one job
+
+    def _card(self, profile: TaskProfile, ops: Sequence[str]) -> AppliedTrick | None:
+        """The first retrieved trick whose recipe is one of `ops` (searches over nodes, which the tree runs)."""
+        self.options(profile)
+        trick = next((item.trick for item in self._retrieved
+                      if item.trick.recipe and item.trick.recipe.get("op") in ops), None)
+        return trick and AppliedTrick(trick.id, trick.title or trick.text[:80], trick.source, trick.competition,
+                                      trick.recipe["op"], dict(trick.recipe.get("params") or {}))
+
+    def blend(self, profile: TaskProfile, journal: Journal) -> BlendProposal | None:
+        """Blend the best verified nodes when a retrieved trick recommends ensembling; None otherwise."""
+        applied = self._card(profile, BLEND_OPS)
+        if applied is None:
+            return None
+        ranked = blend_candidates(journal)
+        if len(ranked) < 2:
+            return None
+        return BlendProposal(tuple(node.id for node in ranked), f"blend the best nodes as {applied.describe()} "
+                                                                 "suggests", applied)
+
+    def _executable(self, profile: TaskProfile, retrieved: Sequence[Any]) -> list[_Option]:
+        catalogue = self.recipes.catalogue()
+        mapped = self._mapped([item.trick for item in retrieved if not item.trick.recipe])
+        options, seen = [], set()
+        for item in retrieved:
+            trick = item.trick
+            recipe_ref, evidence = (dict(trick.recipe), "") if trick.recipe else mapped.get(trick.id, (None, ""))
+            if not recipe_ref or recipe_ref.get("op") not in catalogue:
+                continue
+            recipe = catalogue[recipe_ref["op"]]
+            try:
+                if not recipe.applies(profile):
+                    continue
+            except Exception:  # noqa: BLE001 - a recipe that cannot judge this task is not offered
+                continue
+            params = dict(recipe_ref.get("params") or {})
+            key = (recipe.op, repr(sorted(params.items())))
+            if key in seen:
+                continue
+            seen.add(key)
+            title = trick.title or trick.text[:80]
+            if evidence:  # a trick without a recipe, read by agent.knowledge.trick_mapping
+                title = f"{title}; mapped to {recipe.op} by its text: {evidence}"
+            applied = AppliedTrick(trick.id, title, trick.source, trick.competition, recipe.op, params)
+            options.append(_Option(applied, recipe, float(item.score)))
+        return options
+
+    def _mapped(self, tricks: Sequence[Any]) -> dict[str, tuple[dict[str, Any], str]]:
+        """Recipe refs for tricks that carry none, from agent.knowledge.trick_mapping (one batch); {} without the mapper."""
+        if not tricks:
+            return {}
+        try:
+            from agent.knowledge.trick_mapping import map_tricks
+
+            matches = map_tricks([trick.text for trick in tricks], embedder=self.embedder)
+        except Exception:  # noqa: BLE001 - without a working mapper, only tricks with a recipe are executable
+            return {}
+        return {trick.id: ({"op": match.op, "params": dict(match.params or {})}, match.evidence)
+                for trick, match in zip(tricks, matches)
+                if match is not None and float(match.confidence) >= self.min_mapping_confidence}
+
+    def _apply(self, option: _Option, candidate: SolutionCandidate) -> tuple[SolutionCandidate, str] | None:
+        """The candidate with the trick's recipe applied, and a note when the trick's own parameters did not fit."""
+        note = ""
+        try:
+            changed = option.recipe.apply(candidate, option.trick.params or None)
+        except Exception as error:  # noqa: BLE001 - params the recipe refuses: retry at its defaults
+            try:
+                changed = option.recipe.apply(candidate, None)
+            except Exception:  # noqa: BLE001 - a recipe that cannot change this candidate is skipped
+                return None
+            note = f" (at the recipe's defaults: {str(error).splitlines()[0][:120]})"
+        if changed.trainer not in self.trainers or candidate_key(changed, self.trainers) == candidate_key(
+                candidate, self.trainers):
+            return None
+        return changed, note
+
+    # ---- draft: a model family with the tricks its columns and metric need
+
+    def draft(self, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
+        if not journal.draft_nodes:  # the reference: the first family at defaults, evaluated while knowledge is read
+            self._start_reading(profile)
+            plain = self.builtin.draft(profile, journal, rng)
+            return plain and replace(plain, plan=f"{plain.plan} (the reference draft, evaluated while the knowledge "
+                                                   "base is read)")
+        needed = [option for option in self.options(profile) if option.recipe.op in NEEDED_OPS]
+        drafted = {node.candidate.trainer for node in journal.draft_nodes}
+        for family in self.builtin.families:
+            if family in drafted:
+                continue
+            candidate, used = self.builtin.base_candidate(family, profile), []
+            for option in needed:  # what the columns call for (text, dates, composite ids), in every draft
+                if option.recipe.op in {o.recipe.op for o, _ in used}:
+                    continue
+                result = self._apply(option, candidate)
+                if result is not None:
+                    candidate = result[0]
+                    used.append((option, result[1]))
+            if journal.has(candidate_key(candidate, self.trainers), self.trainers):
+                continue
+            name, why = family.replace("_", " "), target_note(candidate)
+            if not used:
+                return Proposal(candidate, f"draft: {name} at defaults{why} (no retrieved trick is about a kind of "
+                                           "column or the metric this task has)")
+            reasons = "; ".join(f"{o.recipe.op}{note} from {o.trick.describe()}" for o, note in used)
+            trick = replace(used[0][0].trick, related=tuple(o.trick.id for o, _ in used[1:]),
+                            op="+".join(o.recipe.op for o, _ in used))
+            return Proposal(candidate, f"draft: {name}{why} with the retrieved tricks its columns and metric need — "
+                                       f"{reasons}",
+                            trick)
+        return None
+
+    # ---- improve: one trick, or a built-in change
+
+    def improve(self, node: Node, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
+        if rng.random() < self.trick_prob:
+            proposal = self.improve_with_trick(node, profile, journal, rng)
+            if proposal is not None:
+                return proposal
+        return self.builtin.improve(node, profile, journal, rng) or self.improve_with_trick(node, profile, journal, rng)
+
+    def improve_with_trick(self, node: Node, profile: TaskProfile, journal: Journal,
+                           rng: random.Random | None = None) -> Proposal | None:
+        used, ineffective = journal.tricks_on_branch(node)
+        # Retrieval order, but what the task needs comes first (the reference draft was made without it), and a
+        # trick that already failed to beat its parent on other branches goes behind the ones not yet tried: it
+        # is still allowed here (AutoMind's rule is per branch), just not first.
+        failures = {}
+        for child in journal:
+            if child.action == IMPROVE and child.trick is not None and not child.members \
+                    and not journal.beats_parent(child):
+                failures[child.trick.id] = failures.get(child.trick.id, 0) + 1
+        # A retrieved tuning trick comes after the untried tricks: it is for when the features are settled.
+        tuning = self._card(profile, (TUNE_OP,))
+        entries = [*self.options(profile), *([_Option(tuning, None, 0.0)] if tuning else [])]
+        for option in sorted(entries, key=lambda option: (option.trick.op not in NEEDED_OPS,
+                                                          failures.get(option.trick.id, 0))):
+            if option.recipe is None:  # a study's trials are not one trick each: the study keeps its own count
+                proposal = self._tune(node, option.trick, profile, journal, rng)
+                if proposal is not None:
+                    return proposal
+                continue
+            if option.trick.id in used or option.trick.id in ineffective:
+                continue
+            result = self._apply(option, node.candidate)
+            if result is None or journal.has(candidate_key(result[0], self.trainers), self.trainers):
+                continue
+            if result[0].trainer != node.candidate.trainer:  # another model family is a draft's job, not a change
+                continue
+            if option.recipe.op in TREE_INVARIANT_OPS and node.candidate.trainer in trainers_of("forest", "gbdt"):
+                continue  # the same trees again: a wasted step
+            changed, note = result
+            plan = (f"improve node {node.id} ({node.candidate.trainer}, {describe_score(node, profile)}): apply "
+                    f"{option.recipe.op}{note} as {option.trick.describe()} suggests")
+            return Proposal(changed, plan, option.trick)
+        return None
+
+    def _tune(self, node: Node, trick: AppliedTrick, profile: TaskProfile, journal: Journal,
+              rng: random.Random | None) -> Proposal | None:
+        """The next Optuna trial of the study around `node` (or the study `node` is a trial of)."""
+        if node.members:
+            return None
+        if self._tuner is None:
+            self._tuner = Tuner((rng or random.Random(0)).randrange(2**31))
+        trial = self._tuner.propose(node.id, node.candidate, int(trick.params.get("n_trials", DEFAULT_TRIALS)))
+        if trial is None or journal.has(candidate_key(trial.candidate, self.trainers), self.trainers):
+            return None
+        values = ", ".join(f"{name}={value:.4g}" if isinstance(value, float) else f"{name}={value}"
+                           for name, value in trial.params.items())
+        plan = (f"improve node {node.id} ({node.candidate.trainer}, {describe_score(node, profile)}): Optuna trial "
+                f"{trial.number} (TPE) of the study around node {trial.centre}: {values}, as {trick.describe()} "
+                "suggests")
+        return Proposal(trial.candidate, plan, trick)
+
+    def observe(self, node: Node) -> None:
+        """A verified node: an Optuna study that asked for it learns its score."""
+        if self._tuner is not None:
+            self._tuner.observe(node.id, node.candidate, node.score, node.valid)
+
+    def debug(self, node: Node, profile: TaskProfile, rng: random.Random) -> Proposal | None:
+        """Repairs read the failure, with or without knowledge: the built-in diagnosis."""
+        return self.builtin.debug(node, profile, rng)

@@ -1,0 +1,128 @@
+"""The built-in tree proposer: what to draft, how to improve a node, how to repair a failed one.
+
+`BuiltinTreeProposer` knows no tricks (the ablation): drafts are different model families, improvements
+are built-in atomic changes (more trees at a lower learning rate, depth, log target for log-scale
+metrics, another categorical encoder, missing-value indicators) and a repair reads the failure — the
+error text and the step it came from — and changes the spec accordingly, rather than retrying it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from agent.candidate import SolutionCandidate
+from agent.engine.spec import Step, insert_before, replace_step
+from agent.engine.steps import LOG_TARGET
+from agent.engine.trainers import (
+    SEED_TRAINERS,
+    Trainer,
+    steps_for,
+    trainer_facts,
+    trainer_registry,
+)
+from agent.search.journal import Journal, Node, candidate_key
+from agent.search.protocols import Proposal
+from agent.search.repair import ENCODERS, diagnose
+from retrieval.metrics import CLASSIFICATION
+from retrieval.profile import TaskProfile
+
+# Model families drafted in this order: cheap and different first.
+DRAFT_FAMILIES = (*SEED_TRAINERS, "extra_trees")
+
+
+def log_target_fits(profile: TaskProfile) -> bool:
+    """A log-scale metric on a regression target: fitting log(1 + y) optimises (nearly) the metric itself."""
+    return profile.task_type == "regression" and profile.metric_info.log_scale
+
+
+def target_note(candidate: SolutionCandidate) -> str:
+    return " on log(1 + target), as the metric scores relative errors" if candidate.target_transform else ""
+
+
+def describe_score(node: Node, profile: TaskProfile) -> str:
+    return f"CV {profile.metric}={node.metric:.4f}" if node.metric is not None else "no CV score"
+
+
+def _ops(candidate: SolutionCandidate) -> list[str]:
+    return [step.op for step in candidate.steps or ()]
+
+
+class BuiltinTreeProposer:
+    """The knowledge-free tree proposer: model families, built-in improvements, failure-reading repairs."""
+
+    def __init__(self, trainers: Mapping[str, Trainer] | None = None, families: Sequence[str] = DRAFT_FAMILIES):
+        self.trainers = trainer_registry(trainers)
+        self.families = tuple(name for name in families if name in self.trainers)
+
+    # ---- draft
+
+    def draft(self, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
+        drafted = {node.candidate.trainer for node in journal.draft_nodes}
+        for family in self.families:
+            if family in drafted:
+                continue
+            candidate = self.base_candidate(family, profile)
+            if journal.has(candidate_key(candidate, self.trainers), self.trainers):
+                continue
+            return Proposal(candidate, f"draft: {family.replace('_', ' ')} at defaults{target_note(candidate)} — a "
+                                       "model family no other draft uses")
+        return None
+
+    def base_candidate(self, trainer: str, profile: TaskProfile) -> SolutionCandidate:
+        return SolutionCandidate(trainer, {}, "", steps_for(trainer, self.trainers),
+                                 LOG_TARGET if log_target_fits(profile) else None)
+
+    # ---- improve
+
+    def improve(self, node: Node, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
+        for why, candidate in self.improvements(node, profile):
+            if not journal.has(candidate_key(candidate, self.trainers), self.trainers):
+                return Proposal(candidate, f"improve node {node.id} ({node.candidate.trainer}, "
+                                           f"{describe_score(node, profile)}): {why}")
+        return None
+
+    def improvements(self, node: Node, profile: TaskProfile) -> list[tuple[str, SolutionCandidate]]:
+        """Built-in atomic changes of a node, most promising first."""
+        base = node.candidate
+        changes: list[tuple[str, SolutionCandidate]] = []
+        if log_target_fits(profile) and base.target_transform is None:
+            changes.append(("model log(1 + target), as the metric scores relative errors",
+                            replace(base, target_transform=LOG_TARGET)))
+        for why, params in trainer_facts(base.trainer).variations_for(profile.task_type in CLASSIFICATION):
+            changes.append((why, replace(base, params={**base.params, **params})))
+        ops = _ops(base)
+        high_cardinality = [c.name for c in profile.column_infos("categorical") if c.cardinality > 15]
+        if high_cardinality and "target_encoding" not in ops:
+            encoder = next((op for op in ops if op in ENCODERS), None)
+            if encoder is not None:
+                changes.append((f"target encoding (inside the CV folds) instead of {encoder} for the "
+                                f"high-cardinality columns {', '.join(high_cardinality[:3])}",
+                                replace(base, steps=replace_step(base.steps, encoder, Step("target_encoding")))))
+        if "one_hot" in ops and base.trainer != "linear":
+            changes.append(("ordinal codes instead of one-hot columns: trees split on codes directly",
+                            replace(base, steps=replace_step(base.steps, "one_hot", Step("ordinal_encoding")))))
+        if "ordinal_encoding" in ops and base.trainer != "linear" and profile.column_infos("categorical"):
+            small = all(c.cardinality <= 15 for c in profile.column_infos("categorical"))
+            if small:
+                changes.append(("one-hot columns instead of ordinal codes for the low-cardinality categoricals",
+                                replace(base, steps=replace_step(base.steps, "ordinal_encoding", Step("one_hot")))))
+        if profile.missing_share > 0 and "missing_indicators" not in ops:
+            changes.append(("add missing-value indicator columns: missingness itself can carry signal",
+                            replace(base, steps=insert_before(base.steps, [Step("missing_indicators")],
+                                                               ("impute_numeric", "impute_categorical", *ENCODERS)))))
+        if log_target_fits(profile) is False and base.target_transform is not None:
+            changes.append(("model the raw target", replace(base, target_transform=None)))
+        return changes
+
+    # ---- debug
+
+    def debug(self, node: Node, profile: TaskProfile, rng: random.Random) -> Proposal | None:
+        repair = diagnose(node, profile, self.trainers)
+        if repair is None:
+            return None
+        diagnosis, candidate = repair
+        return Proposal(candidate, f"debug node {node.id} ({node.candidate.trainer}): {diagnosis}")
+
+

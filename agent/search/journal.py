@@ -1,0 +1,213 @@
+"""The journal of a tree search, after AIDE's journal.py: nodes, append-only.
+
+A `Node` is one evaluated solution: the plan that motivated it, its candidate and spec, the code
+that builds its pipeline, the CV metric, and how it relates to its parent (the action that made it
+and, for knowledge-driven steps, the trick applied).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent.candidate import AppliedTrick, SolutionCandidate, candidate_from_dict, candidate_to_dict, json_number
+from agent.engine.spec import Step
+from agent.engine.steps import BUILTIN_STEPS, TARGET_OPS
+from agent.engine.trainers import Trainer, default_steps
+
+DRAFT, IMPROVE, DEBUG = "draft", "improve", "debug"
+VALID, BUGGY, DEAD = "valid", "buggy", "dead"
+
+
+
+ACTIONS = (DRAFT, IMPROVE, DEBUG)
+
+
+@dataclass(frozen=True)
+class Node:
+    id: int
+    parent_id: int | None
+    action: str  # draft / improve / debug
+    plan: str  # why this node was made, in words
+    candidate: SolutionCandidate  # with explicit steps
+    spec: Mapping[str, Any]  # SolutionSpec.to_dict()
+    code: str  # the pipeline's Python source ("" when it cannot be rendered)
+    status: str  # valid / buggy / dead
+    metric: float | None  # mean CV metric in its own units; None when it did not run
+    score: float  # greater is better; -inf for a failure
+    output: str = ""  # the verifier's reason and notes
+    error: str = ""
+    trick: AppliedTrick | None = None
+    debug_depth: int = 0  # consecutive debug steps that led to this node
+    elapsed: float = 0.0
+    started: float = 0.0  # seconds since the search started
+    members: tuple[int, ...] = ()  # for a blend: the nodes it combines (the heaviest one is its parent)
+
+    @property
+    def valid(self) -> bool:
+        return self.status == VALID
+
+    @property
+    def buggy(self) -> bool:
+        return self.status == BUGGY
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "parent_id": self.parent_id, "action": self.action, "plan": self.plan,
+            "candidate": candidate_to_dict(self.candidate), "spec": dict(self.spec), "code": self.code,
+            "status": self.status, "metric": json_number(self.metric) if self.metric is not None else None,
+            "score": json_number(self.score), "output": self.output, "error": self.error,
+            "trick": self.trick.to_dict() if self.trick else None, "debug_depth": self.debug_depth,
+            "elapsed": round(self.elapsed, 3), "started": round(self.started, 3), "members": list(self.members),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Node:
+        return cls(
+            id=int(data["id"]), parent_id=data["parent_id"], action=data["action"], plan=data["plan"],
+            candidate=candidate_from_dict(data["candidate"]), spec=dict(data["spec"]), code=data.get("code", ""),
+            status=data["status"], metric=data.get("metric"),
+            score=-math.inf if data.get("score") is None else float(data["score"]),
+            output=data.get("output", ""), error=data.get("error", ""),
+            trick=AppliedTrick.from_dict(data["trick"]) if data.get("trick") else None,
+            debug_depth=int(data.get("debug_depth", 0)), elapsed=float(data.get("elapsed", 0.0)),
+            started=float(data.get("started", 0.0)), members=tuple(data.get("members") or ()),
+        )
+
+
+def candidate_key(candidate: SolutionCandidate, trainers: Mapping[str, Trainer] | None = None) -> str:
+    """What makes two candidates the same solution (the rationale aside)."""
+    steps = candidate.steps
+    if steps is None and trainers is not None and candidate.trainer in trainers:
+        steps = default_steps(trainers[candidate.trainer])
+    return json.dumps({
+        "trainer": candidate.trainer, "params": dict(candidate.params),
+        "steps": None if steps is None else [_with_step_defaults(step) for step in steps],
+        "target_transform": _with_step_defaults(candidate.target_transform) if candidate.target_transform else None,
+    }, sort_keys=True, default=str)
+
+
+def _with_step_defaults(step: Step) -> dict[str, Any]:
+    """A step with its op's default parameters filled in, so {} and the explicit defaults compare equal."""
+    op = BUILTIN_STEPS.get(step.op) or TARGET_OPS.get(step.op)
+    defaults = dict(getattr(op, "defaults", {}) or {})
+    params = {**defaults, **dict(step.params)}
+    return {"op": step.op, "params": {name: list(value) if isinstance(value, tuple) else value
+                                      for name, value in params.items()}}
+
+
+class Journal:
+    """Every node of a search, in the order they were made. Append-only."""
+
+    def __init__(self, nodes: Sequence[Node] = ()):
+        self._nodes: list[Node] = []
+        self.exhausted: set[int] = set()  # nodes the proposer had nothing more to improve
+        for node in nodes:
+            self.append(node)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __iter__(self):
+        return iter(self._nodes)
+
+    def __getitem__(self, node_id: int) -> Node:
+        return self._nodes[node_id]
+
+    @property
+    def nodes(self) -> tuple[Node, ...]:
+        return tuple(self._nodes)
+
+    def next_id(self) -> int:
+        return len(self._nodes)
+
+    def append(self, node: Node) -> Node:
+        if node.id != len(self._nodes):
+            raise ValueError(f"node id {node.id} out of order: the journal expects id {len(self._nodes)}")
+        if node.parent_id is not None and not 0 <= node.parent_id < node.id:
+            raise ValueError(f"node {node.id}: parent {node.parent_id} is not an earlier node")
+        if node.action not in ACTIONS:
+            raise ValueError(f"node {node.id}: unknown action {node.action!r}; expected one of {ACTIONS}")
+        self._nodes.append(node)
+        return node
+
+    def mark_exhausted(self, node: Node) -> None:
+        self.exhausted.add(node.id)
+
+    def parent(self, node: Node) -> Node | None:
+        return None if node.parent_id is None else self._nodes[node.parent_id]
+
+    def children(self, node: Node) -> list[Node]:
+        return [child for child in self._nodes if child.parent_id == node.id]
+
+    def path(self, node: Node) -> list[Node]:
+        """The node's ancestors, root first, then the node."""
+        chain = [node]
+        while chain[-1].parent_id is not None:
+            chain.append(self._nodes[chain[-1].parent_id])
+        return chain[::-1]
+
+    @property
+    def leaves(self) -> list[Node]:
+        parents = {node.parent_id for node in self._nodes}
+        return [node for node in self._nodes if node.id not in parents]
+
+    @property
+    def buggy_leaves(self) -> list[Node]:
+        """Leaves that failed and may still be debugged (dead nodes are not buggy)."""
+        return [node for node in self.leaves if node.buggy]
+
+    @property
+    def draft_nodes(self) -> list[Node]:
+        return [node for node in self._nodes if node.action == DRAFT]
+
+    @property
+    def valid_nodes(self) -> list[Node]:
+        return [node for node in self._nodes if node.valid]
+
+    def best(self, verified_only: bool = True) -> Node | None:
+        """The node with the best CV score (the earliest on a tie); by default among verified nodes only."""
+        pool = self.valid_nodes if verified_only else [node for node in self._nodes if math.isfinite(node.score)]
+        return max(pool, key=lambda node: (node.score, -node.id), default=None)
+
+    def beats_parent(self, node: Node) -> bool:
+        parent = self.parent(node)
+        return node.valid and (parent is None or not parent.valid or node.score > parent.score)
+
+    def tricks_on_branch(self, node: Node) -> tuple[set[str], set[str]]:
+        """(used, ineffective) trick ids for improving `node`: tricks applied on its path or already tried from
+        it, and tricks whose child did not beat its parent anywhere on the path (not retried on this branch)."""
+        used, ineffective = set(), set()
+        for ancestor in self.path(node):
+            if ancestor.trick is not None:
+                used.update(ancestor.trick.ids)
+            for child in self.children(ancestor):
+                if child.trick is None or child.action != IMPROVE:
+                    continue
+                if ancestor.id == node.id:
+                    used.add(child.trick.id)
+                if not self.beats_parent(child):
+                    ineffective.add(child.trick.id)
+        return used, ineffective
+
+    def has(self, key: str, trainers: Mapping[str, Trainer] | None = None) -> bool:
+        return any(candidate_key(node.candidate, trainers) == key for node in self._nodes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"nodes": [node.to_dict() for node in self._nodes], "exhausted": sorted(self.exhausted)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Journal:
+        journal = cls(Node.from_dict(item) for item in data["nodes"])
+        journal.exhausted = set(data.get("exhausted", ()))
+        return journal
+
+    @classmethod
+    def from_json(cls, text: str) -> Journal:
+        return cls.from_dict(json.loads(text))

@@ -1,0 +1,55 @@
+"""What a tree-search proposer is (TreeProposer, and the optional BlendingProposer and ObservingProposer), and
+the proposals it returns.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from agent.candidate import AppliedTrick, SolutionCandidate
+from agent.search.journal import Journal, Node
+from retrieval.profile import TaskProfile
+
+
+@dataclass(frozen=True)
+class Proposal:
+    candidate: SolutionCandidate
+    plan: str
+    trick: AppliedTrick | None = None
+
+
+@dataclass(frozen=True)
+class BlendProposal:
+    """Blend verified nodes: the search combines `members` (node ids) from their OOF predictions, each way that
+    fits the metric (agent.search.blending.blends); every combination is a node that wins only on CV."""
+
+    members: tuple[int, ...]
+    plan: str
+    trick: AppliedTrick | None = None
+
+
+@runtime_checkable
+class TreeProposer(Protocol):
+    """Proposes the next solution for each kind of step; None when it has nothing (more) to offer."""
+
+    def draft(self, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None: ...
+
+    def improve(self, node: Node, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None: ...
+
+    def debug(self, node: Node, profile: TaskProfile, rng: random.Random) -> Proposal | None: ...
+
+
+@runtime_checkable
+class BlendingProposer(Protocol):
+    """A proposer that may end the search by blending nodes (the knowledge proposer, when a trick says so)."""
+
+    def blend(self, profile: TaskProfile, journal: Journal) -> BlendProposal | None: ...
+
+
+@runtime_checkable
+class ObservingProposer(Protocol):
+    """A proposer that learns from each verified node (the knowledge proposer's Optuna studies)."""
+
+    def observe(self, node: Node) -> None: ...

@@ -1,3 +1,0 @@
-from kb.cli import main
-
-main()
