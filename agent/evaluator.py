@@ -46,7 +46,7 @@ class Evaluator:
         cv: int = 5,
         random_state: int = 0,
         trainers: Mapping[str, Trainer] | None = None,
-        steps: Mapping[str, StepOp] | None = None,
+        step_ops: Mapping[str, StepOp] | None = None,
         *,
         candidate_time_limit: float = DEFAULT_CANDIDATE_TIME_LIMIT,
         memory_limit: int | None = DEFAULT_MEMORY_LIMIT,
@@ -54,7 +54,7 @@ class Evaluator:
         self.cv = cv
         self.random_state = random_state
         self.trainers = trainer_registry(trainers)
-        self.steps = dict(steps or {})
+        self.step_ops = dict(step_ops or {})  # the user's own step ops, beside the built-in ones
         self.candidate_time_limit = candidate_time_limit
         self.memory_limit = memory_limit
 
@@ -65,7 +65,7 @@ class Evaluator:
     def baseline(self, dataset: Dataset) -> float:
         """CV score of the trivial prior/mean model, oriented so that greater is better."""
         spec = SolutionCandidate("baseline", steps=()).to_spec(self.trainers, self.validation)
-        pipeline = compile_spec(spec, dataset.compile_context(self.random_state), self.trainers, self.steps)
+        pipeline = compile_spec(spec, dataset.compile_context(self.random_state), self.trainers, self.step_ops)
         return oriented(float(np.mean(cross_validate(pipeline, dataset, spec))), dataset.metric_info)
 
     def evaluate_candidate(self, candidate: SolutionCandidate, dataset: Dataset,
@@ -82,7 +82,7 @@ class Evaluator:
     def evaluate(self, spec: SolutionSpec, dataset: Dataset, deadline: float = math.inf) -> Evidence:
         """Sandboxed CV and inspection of one spec, stopped at `deadline` (a time.monotonic() value)."""
         time_limit = min(self.candidate_time_limit, deadline - time.monotonic())
-        outcome = run_isolated(_evaluation_job, spec, dataset, self._trainers_for(spec), self.steps,
+        outcome = run_isolated(_evaluation_job, spec, dataset, self._trainers_for(spec), self.step_ops,
                                self.random_state, limits=Limits(time_limit, self.memory_limit))
         if not outcome.ok:
             return Evidence(outcome.status, error=outcome.error, ignored_files=dataset.ignored_files,
@@ -98,7 +98,7 @@ class Evaluator:
         The refit happens even when the budget is spent: it gets what is left, but at least as long as
         the spec's whole cross-validation took (one fit on all rows costs less than that)."""
         refit_limit = min(self.candidate_time_limit, max(deadline - time.monotonic(), cv_seconds))
-        outcome = run_isolated(_refit_job, spec, dataset, self._trainers_for(spec), self.steps,
+        outcome = run_isolated(_refit_job, spec, dataset, self._trainers_for(spec), self.step_ops,
                                self.random_state, limits=Limits(refit_limit, self.memory_limit))
         model, prediction = outcome.value if outcome.ok else (None, None)
         return Refit(model, prediction, outcome.error)
@@ -108,13 +108,13 @@ class Evaluator:
         return {name: self.trainers[name] for name in model_names(spec) if name in self.trainers}
 
 
-def _evaluation_job(spec, dataset, trainers, steps, random_state) -> tuple[list[float], Any, Inspection]:
+def _evaluation_job(spec, dataset, trainers, step_ops, random_state) -> tuple[list[float], Any, Inspection]:
     """In the candidate's process: CV scores and out-of-fold predictions, then the leakage and data-usage inspection."""
-    pipeline = compile_spec(spec, dataset.compile_context(random_state), trainers, steps)
+    pipeline = compile_spec(spec, dataset.compile_context(random_state), trainers, step_ops)
     fold_values, predictions = cross_validate_predictions(pipeline, dataset, spec)
-    return fold_values, predictions, inspect_candidate(spec, dataset, trainers, steps, random_state)
+    return fold_values, predictions, inspect_candidate(spec, dataset, trainers, step_ops, random_state)
 
 
-def _refit_job(spec, dataset, trainers, steps, random_state):
-    pipeline = compile_spec(spec, dataset.compile_context(random_state), trainers, steps)
+def _refit_job(spec, dataset, trainers, step_ops, random_state):
+    pipeline = compile_spec(spec, dataset.compile_context(random_state), trainers, step_ops)
     return fit_and_predict(pipeline, dataset)

@@ -72,7 +72,7 @@ def default_out_dir(profile: TaskProfile) -> Path:
 def open_knowledge(home: Path | str | None = None, kb: KnowledgeBase | None = None) -> KnowledgeBase:
     """The knowledge base for --use-kb; an empty one is an error, not a silent fall-back."""
     where = kb.home if kb is not None else resolve_home(home)
-    message = (f"the knowledge base in {where} is empty: run `kb ingest data/knowledge` (with the same --home) "
+    message = (f"the knowledge base in {where} is empty: run `kb ingest --bundled` (with the same --home) "
                "before `agent solve --use-kb`")
     if kb is None and not KnowledgeBase.exists(where):  # do not create a home just to find it empty
         raise KnowledgeBaseMissing(message)

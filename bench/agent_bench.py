@@ -34,6 +34,7 @@ from rich.progress import Progress
 from agent.engine import runtime
 from agent.engine.dataset import Dataset
 from agent.search.journal import IMPROVE, Journal
+from bench.results import write_section
 from bench.tasks import build_house_prices_task, build_rdatasets_task
 from retrieval.profile import profile_task
 
@@ -320,20 +321,6 @@ def across_splits(splits: dict[int, list[TaskResult]], time_budget: float) -> st
     lines += [f"- {a} beats {b} in {won} of {total} (task, split) pairs." for (a, b), (won, total) in totals.items()]
     lines.append("")
     return "\n".join(lines)
-
-
-def write_section(path: Path, section: str) -> None:
-    """Replace the section of RESULTS.md with `section`'s title line (or append it), leaving every other as it is."""
-    title = section.split("\n", 1)[0]
-    section = section.rstrip("\n") + "\n\n"  # one blank line before the next section
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-    start = text.find(title + "\n")
-    if start == -1:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        following = text.find("\n## ", start + len(title))
-        text = text[:start] + section + ("" if following == -1 else text[following + 1:])
-    path.write_text(text, encoding="utf-8")
 
 
 @click.command()

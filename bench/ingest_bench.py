@@ -27,6 +27,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.results import write_section  # noqa: E402
 from ingest import ingest  # noqa: E402
 from kb.store import DocumentRecord, KnowledgeBase  # noqa: E402
 
@@ -125,14 +126,6 @@ def measure_cli(home: Path, repeats: int = 5) -> float:
     return statistics.median(walls)
 
 
-def write_section(out: Path, heading: str, section: str) -> None:
-    """Replace (or append) one `## ...` section of RESULTS.md, leaving the others alone."""
-    text = out.read_text() if out.exists() else "# Benchmark results\n"
-    pattern = re.compile(re.escape(heading) + r".*?(?=\n## |\Z)", re.S)
-    text = pattern.sub(lambda _: section.rstrip() + "\n", text) if heading in text else text.rstrip() + "\n\n" + section
-    out.write_text(text)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared", type=Path, default=REPO.parent / "shared")
@@ -166,7 +159,7 @@ def main() -> None:
               "`kb tricks --task-type` reads the sqlite catalog only. The 20k store repeats the corpus's real "
               "tricks with perturbed vectors (see the script's docstring).", ""]
     section = "\n".join(lines)
-    write_section(args.out, "## Knowledge base (issue 2)", section)
+    write_section(args.out, section)
     print(section)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.ingest_bench import write_section  # noqa: E402
+from bench.results import write_section  # noqa: E402
 from ingest import ingest  # noqa: E402
 from kb.store import KnowledgeBase  # noqa: E402
 from retrieval.evaluation import EvalQuery, evaluate  # noqa: E402
@@ -58,7 +58,7 @@ def main() -> None:
               "(description words such as 'each row', 'recordings', 'responses') were added after reading "
               "this set's label errors; treat label accuracy as optimistic until a held-out set exists.", ""]
     section = "\n".join(lines)
-    write_section(args.out, HEADING, section)
+    write_section(args.out, section)
     print(section)
 
 

@@ -15,7 +15,7 @@ from agent.candidate import AttemptRecord
 from agent.engine.compile import NotRenderableError
 from agent.engine.dataset import DatasetError
 from agent.engine.spec import SpecError
-from agent.outputs.report import RunDirError, read_run, write_report
+from agent.outputs.report import SCREENSHOT_FILE, RunDirError, ScreenshotError, read_run, screenshot, write_report
 from agent.outputs.run_folder import RunFolderError
 from agent.search.journal import Node
 from agent.search.policy import SearchSettings
@@ -110,17 +110,21 @@ def solve(ctx, task_dir, target, id_column, metric, use_kb, time_budget, steps, 
 @main.command()
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the report's path as JSON.")
-def report(run_dir: Path, as_json: bool) -> None:
+@click.option("--screenshot", "take_screenshot", is_flag=True,
+              help=f"Also save a PNG of the rendered page to RUN_DIR/{SCREENSHOT_FILE} (needs chromium).")
+def report(run_dir: Path, as_json: bool, take_screenshot: bool) -> None:
     """Re-render RUN_DIR/report.html from its run.json and trace.jsonl."""
     try:
         path = write_report(run_dir)
         summary = read_run(run_dir)[0]["summary"]
-    except RunDirError as error:
+        png = screenshot(path, run_dir / SCREENSHOT_FILE) if take_screenshot else None
+    except (RunDirError, ScreenshotError) as error:
         _fail(error)
     if as_json:
-        click.echo(json.dumps({"report": str(path), "summary": summary}))
+        click.echo(json.dumps({"report": str(path), "summary": summary,
+                               **({"screenshot": str(png)} if png else {})}))
     else:
-        click.echo(f"wrote {path}")
+        click.echo(f"wrote {path}" + (f" and {png}" if png else ""))
         click.echo(summary)
 
 
@@ -152,3 +156,7 @@ def _add_node_row(table: Table, node: Node, attempt: AttemptRecord) -> None:
     table.add_row(str(node.id), "–" if node.parent_id is None else str(node.parent_id), node.action,
                   node.candidate.trainer, "–" if node.metric is None else f"{node.metric:.4f}", node.status,
                   f"{node.elapsed:.1f}", node.plan, style=style)
+
+
+if __name__ == "__main__":
+    main()

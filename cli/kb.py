@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from kb.config import resolve_home
-from kb.models import KINDS, STAGES, ScoredTrick
+from kb.records import KINDS, STAGES, ScoredTrick
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
@@ -66,25 +66,31 @@ def main(ctx: click.Context, home: str | None) -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1)
+@click.option("--bundled", is_flag=True, help="Also ingest the trick cards shipped with casebook (data/knowledge).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("--max-mb", type=float, default=25.0, show_default=True, help="Skip files larger than this.")
 @click.option("--batch-size", type=click.IntRange(1), default=256, show_default=True,
               help="Commit after about this many tricks (smaller: commits more often; larger: embeds faster).")
 @click.pass_context
-def ingest(ctx: click.Context, paths: tuple[str, ...], as_json: bool, quiet: bool, max_mb: float,
+def ingest(ctx: click.Context, paths: tuple[str, ...], bundled: bool, as_json: bool, quiet: bool, max_mb: float,
            batch_size: int) -> None:
     """Read files and folders (md, txt, case, html, pdf, json, jsonl) into tricks.
 
     Unchanged files are skipped; changed files replace their old tricks. Exit status 1 when any
-    file failed (each failure is listed with its reason).
+    file failed (each failure is listed with its reason). --bundled adds casebook's own trick cards,
+    wherever casebook is installed.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ingest import ingest as run_ingest
+    from kb.config import bundled_knowledge
     from kb.store import KBLockedError
 
+    if not paths and not bundled:
+        raise click.UsageError("give files or folders to ingest, or --bundled for casebook's own trick cards")
+    sources = [*paths, *([str(bundled_knowledge())] if bundled else [])]
     base = _open(ctx)
     progress = Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=err, disable=quiet or as_json, transient=True)
@@ -96,7 +102,7 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], as_json: bool, quiet: boo
         progress.update(task, completed=done, total=total)
 
     try:
-        summary = run_ingest(list(paths), base, max_bytes=int(max_mb * 2**20), batch_tricks=batch_size,
+        summary = run_ingest(sources, base, max_bytes=int(max_mb * 2**20), batch_tricks=batch_size,
                              progress=advance)
     except KBLockedError as error:
         raise CasebookError(str(error)) from None
@@ -210,7 +216,7 @@ def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition
 
 @main.command(name="eval")
 @click.option("--queries", type=click.Path(dir_okay=False), default=None,
-              help="Labelled query set (default: data/eval/queries.jsonl).")
+              help="Labelled query set (default: the one shipped with casebook, data/eval/queries.jsonl).")
 @click.option("-k", type=int, default=10, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary and per-query rows as JSON.")
 @click.pass_context
@@ -333,3 +339,7 @@ def export(ctx):
     """Every trick as one JSON object per line (id, kind, source, competition, title, text, labels, stage, recipe, ...)."""
     for trick in _open(ctx).export():
         click.echo(json.dumps(trick.to_dict(), ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -19,7 +19,7 @@ from ingest.extract import TrickDraft, detect_rank, split
 from ingest.loaders import DEFAULT_MAX_BYTES, LoadError, SourceDocument, discover, file_sha256, load_file
 from kb.competitions import detect as detect_competition
 from kb.labeller import HierarchicalLabeller, LabelScore, StageClassifier
-from kb.models import STAGES, Trick
+from kb.records import STAGES, Trick
 from kb.store import DocumentRecord, KnowledgeBase
 from kb.taxonomy import UnknownLabelError
 

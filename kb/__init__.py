@@ -6,7 +6,8 @@
     >>> base.tricks_for_label("General Machine Learning / Classification", k=10)
 """
 
-from kb.models import STAGES, ScoredTrick, Trick
+from kb.config import bundled_knowledge
+from kb.records import STAGES, ScoredTrick, Trick
 from kb.store import KnowledgeBase
 
 
@@ -15,4 +16,4 @@ def open(home=None) -> KnowledgeBase:  # noqa: A001 - mirrors sqlite_utils.Datab
     return KnowledgeBase(home)
 
 
-__all__ = ["KnowledgeBase", "STAGES", "ScoredTrick", "Trick", "open"]
+__all__ = ["KnowledgeBase", "STAGES", "ScoredTrick", "Trick", "bundled_knowledge", "open"]

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from kb.config import DATA_DIR
+from kb.config import data_path
 
+COMPETITIONS_PATH = data_path("competitions.json")
 _URL = re.compile(r"kaggle\.com/(?:c|competitions)/([a-z0-9][a-z0-9-]+[a-z0-9])", re.IGNORECASE)
 
 
@@ -26,7 +27,7 @@ def _words(text: str) -> str:
 
 @lru_cache(maxsize=1)
 def known_competitions(path: str | None = None) -> tuple[Competition, ...]:
-    raw = json.loads(Path(path or DATA_DIR / "competitions.json").read_text(encoding="utf-8"))
+    raw = json.loads(Path(path or COMPETITIONS_PATH).read_text(encoding="utf-8"))
     return tuple(Competition(c["slug"], c["title"], tuple(c.get("aliases", ()))) for c in raw["competitions"])
 
 

@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from kb.embedding import Embedder
-from kb.models import STAGES
+from kb.records import STAGES
 from kb.taxonomy import SEPARATOR, Label, Taxonomy
 
 

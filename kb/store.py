@@ -23,7 +23,7 @@ import sqlite_utils
 
 from kb.config import resolve_home
 from kb.embedding import Embedder, default_embedder
-from kb.models import ScoredTrick, Trick
+from kb.records import ScoredTrick, Trick
 from kb.taxonomy import SEPARATOR, Taxonomy, load_taxonomy
 
 COLLECTION = "tricks"

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from kb.config import DATA_DIR
+from kb.config import data_path
 
 SEPARATOR = " / "
+TAXONOMY_PATH = data_path("taxonomy.json")
 
 # Everyday names people type for a top-level category.
 _TOP_ALIASES = {
@@ -60,7 +61,7 @@ class Taxonomy:
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> Taxonomy:
-        raw = json.loads(Path(path or DATA_DIR / "taxonomy.json").read_text(encoding="utf-8"))
+        raw = json.loads(Path(path or TAXONOMY_PATH).read_text(encoding="utf-8"))
         tops, subs = [], []
         for category in raw["categories"]:
             top = category["name"]

@@ -13,11 +13,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb.config import DATA_DIR
+from kb.config import data_path
 from kb.taxonomy import top_of
 from retrieval.retriever import HierarchicalRetriever, RetrievedTrick, TaskQuery
 
-DEFAULT_QUERIES = DATA_DIR / "eval" / "queries.jsonl"
+DEFAULT_QUERIES = data_path("eval", "queries.jsonl")  # data/eval/queries.jsonl, as installed
 
 
 class EvalSetError(ValueError):

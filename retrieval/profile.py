@@ -66,7 +66,7 @@ class TaskProfile:
     files: tuple[str, ...]  # every file of the task folder, relative to it
     inferred: Mapping[str, str] = field(default_factory=dict)  # what was inferred -> the evidence
     submission_columns: tuple[str, ...] = ()  # columns of sample_submission.csv, () when absent
-    labels: tuple[str, ...] = ()  # hierarchical task labels, filled by a labeller (see with_labels)
+    labels: tuple[str, ...] = ()  # hierarchical task labels, filled by retrieval.analysis
     competition: str | None = None
 
     @property
@@ -78,10 +78,6 @@ class TaskProfile:
 
     def column_infos(self, kind: str) -> tuple[ColumnInfo, ...]:
         return tuple(column for column in self.columns if column.kind == kind)
-
-    def with_labels(self, labels: tuple[str, ...] | list[str]) -> TaskProfile:
-        """A copy carrying the labels a labeller assigned (e.g. "tabular/classification/binary")."""
-        return dataclasses.replace(self, labels=tuple(labels))
 
     def to_dict(self) -> dict[str, Any]:
         fields = dataclasses.asdict(self)

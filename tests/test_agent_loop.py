@@ -108,7 +108,7 @@ def test_hanging_candidate_is_stopped_at_its_time_limit(attrition):
 def test_only_a_valid_verdict_can_become_best(attrition):
     leaky = SolutionCandidate("hist_gradient_boosting", {"max_iter": 50}, "target means over all rows",
                               steps=steps_named("drop_id_columns") + (Step("global_target_encoding"),))
-    run = automl(SequenceProposer(seed=[leaky, STUMPS]), max_iterations=0, steps=LEAKY_STEPS).solve(attrition)
+    run = automl(SequenceProposer(seed=[leaky, STUMPS]), max_iterations=0, step_ops=LEAKY_STEPS).solve(attrition)
     assert not run.attempts[0].verdict.valid and "leakage" in run.attempts[0].verdict.reason
     assert run.attempts[0].score > run.attempts[1].score  # it scored higher, and still lost
     assert run.best_candidate == STUMPS

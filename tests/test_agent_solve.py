@@ -132,7 +132,7 @@ def test_use_kb_with_an_empty_knowledge_base_is_one_error_line(tmp_path):
                                        "--steps", "0", "--cv", "3", "--quiet", "--out", str(tmp_path / "run")])
     assert result.exit_code == 2, result.output
     assert result.output.strip().splitlines()[-1] == (
-        f"error: the knowledge base in {tmp_path / 'kb'} is empty: run `kb ingest data/knowledge` (with the same "
+        f"error: the knowledge base in {tmp_path / 'kb'} is empty: run `kb ingest --bundled` (with the same "
         "--home) before `agent solve --use-kb`")
     assert not (tmp_path / "run").exists() and not (tmp_path / "kb").exists()
 

@@ -11,7 +11,17 @@ from agent.engine.dataset import Dataset
 from agent.engine.spec import ModelSpec, SolutionSpec, Step, ValidationSpec
 from agent.engine.steps import steps_named
 from agent.engine.trainers import TREE_STEPS, trainer_registry
-from agent.verify.findings import Evidence, Inspection
+from agent.verify.findings import (
+    FIT_OUTSIDE_FOLD,
+    IGNORED_COLUMN,
+    IGNORED_FILE,
+    LEAK_TARGET,
+    LEAK_TEST,
+    TARGET_COPY,
+    Evidence,
+    Finding,
+    Inspection,
+)
 from agent.verify.probes import inspect_candidate
 from agent.verify.verifier import DeterministicVerifier
 from retrieval.metrics import metric_info
@@ -42,11 +52,16 @@ def inspect(spec, dataset):
 def test_scaler_fitted_on_train_and_test_learns_from_the_test_set(credit):
     inspection = inspect(spec_with(Step("scale_with_test_set")), credit)
     assert inspection.leaks == ("step 1 (scale_with_test_set) learns from the test set",)
+    assert inspection.of_kind(LEAK_TEST, LEAK_TARGET) == (
+        Finding(LEAK_TEST, step=1, op="scale_with_test_set", message="step 1 (scale_with_test_set) learns from the test set"),
+    )
 
 
 def test_target_encoding_before_the_split_reads_the_target_outside_the_folds(credit):
     inspection = inspect(spec_with(Step("impute_categorical"), Step("global_target_encoding")), credit)
     assert inspection.leaks == ("step 2 (global_target_encoding) learns from the target outside the CV folds",)
+    (leak,) = inspection.of_kind(LEAK_TEST, LEAK_TARGET)
+    assert (leak.kind, leak.step, leak.op, leak.column) == (LEAK_TARGET, 2, "global_target_encoding", None)
 
 
 def test_fold_safe_target_encoding_is_not_leakage(credit):
@@ -65,12 +80,16 @@ def test_fitting_on_all_training_rows_before_the_split_is_a_warning_not_a_leak(c
     assert inspection.leaks == ()
     assert inspection.warnings == ("step 1 (scale_before_split) is fitted on training rows outside the CV fold "
                                    "(fit before the split)",)
+    (warning,) = inspection.of_kind(FIT_OUTSIDE_FOLD)
+    assert (warning.step, warning.op) == (1, "scale_before_split")
 
 
 def test_leaky_candidate_is_rejected_by_the_verifier(credit):
     evidence = Evidence("ok", 0.9, (0.9, 0.9, 0.9), inspection=inspect(spec_with(Step("scale_with_test_set")), credit))
     verdict = DeterministicVerifier().verify(evidence, 0.5, metric_info("roc_auc"))
     assert not verdict.valid and verdict.reason == "leakage: step 1 (scale_with_test_set) learns from the test set"
+    assert verdict.failure == "leakage"
+    assert [(leak.kind, leak.step, leak.op) for leak in verdict.leaks] == [(LEAK_TEST, 1, "scale_with_test_set")]
 
 
 def test_ignored_columns_and_files_are_reported_on_house_prices():
@@ -84,6 +103,9 @@ def test_ignored_columns_and_files_are_reported_on_house_prices():
     assert verdict.valid and verdict.reason == "beats the trivial baseline (0.1500 < 0.4000)"
     assert verdict.notes[1] == "ignores files: data_description.txt"
     assert verdict.notes[0].startswith("ignores columns: ") and "PoolQC" in verdict.notes[0]
+    assert verdict.failure is None
+    assert {f.column for f in verdict.findings if f.kind == IGNORED_COLUMN} == {"Id", "PoolQC", "MiscFeature"}
+    assert [f.file for f in verdict.findings if f.kind == IGNORED_FILE] == ["data_description.txt"]
 
 
 def test_text_column_without_a_text_step_is_reported_ignored():
@@ -103,18 +125,21 @@ def test_near_copy_of_the_target_is_flagged_for_a_look():
     inspection = inspect(SolutionSpec((), ModelSpec("linear"), validation=VALIDATION), dataset)
     assert inspection.leaks == ()
     assert len(inspection.warnings) == 1 and inspection.warnings[0].startswith("column 'logwage' is a near-copy")
+    assert [(f.kind, f.column) for f in inspection.findings] == [(TARGET_COPY, "logwage")]
 
 
 @pytest.mark.parametrize(
-    ("evidence", "reason"),
+    ("evidence", "reason", "failure"),
     [
-        (Evidence("timeout", error="timed out after 5 s"), "failed (timeout): timed out after 5 s"),
-        (Evidence("ok", math.nan), "non-finite CV score (nan)"),
-        (Evidence("ok", math.inf), "non-finite CV score (inf)"),
-        (Evidence("ok", 0.501), "does not beat the trivial baseline (0.5010 <= 0.5100)"),
+        (Evidence("timeout", error="timed out after 5 s"), "failed (timeout): timed out after 5 s", "timeout"),
+        (Evidence("error", error="Traceback\n  line\nValueError: boom\n\n"), "failed (error): ValueError: boom",
+         "error"),
+        (Evidence("ok", math.nan), "non-finite CV score (nan)", "non_finite"),
+        (Evidence("ok", math.inf), "non-finite CV score (inf)", "non_finite"),
+        (Evidence("ok", 0.501), "does not beat the trivial baseline (0.5010 <= 0.5100)", "not_better"),
     ],
 )
-def test_verdict_reasons(evidence, reason):
+def test_verdict_reasons(evidence, reason, failure):
     verdict = DeterministicVerifier(margin=0.01).verify(evidence, 0.5, metric_info("roc_auc"))
-    assert not verdict.valid and verdict.reason == reason
+    assert not verdict.valid and verdict.reason == reason and verdict.failure == failure
     assert verdict.score == (-math.inf if evidence.status != "ok" or not math.isfinite(evidence.metric_value) else 0.501)

@@ -35,7 +35,7 @@ def test_kill_minus_nine_then_resume(tmp_path, make_kb, embedding_cache):
     home.mkdir()
     shutil.copy(embedding_cache, home / "embeddings.db")  # warm cache: the child gets going quickly
     child = subprocess.Popen(
-        [sys.executable, "-m", "kb", "--home", str(home), "ingest", str(folder), "--batch-size", "1", "--quiet"],
+        [sys.executable, "-m", "cli.kb", "--home", str(home), "ingest", str(folder), "--batch-size", "1", "--quiet"],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     deadline = time.time() + 240
@@ -66,7 +66,7 @@ def test_second_writer_gets_a_clear_message(make_kb, tmp_path):
     note.write_text("We blended CatBoost and LightGBM with weights tuned on out-of-fold predictions.\n")
     with base.write_lock():
         result = subprocess.run(
-            [sys.executable, "-m", "kb", "--home", str(base.home), "ingest", str(note)],
+            [sys.executable, "-m", "cli.kb", "--home", str(base.home), "ingest", str(note)],
             cwd=REPO, capture_output=True, text=True, timeout=120,
         )
     assert result.returncode == 2
@@ -85,7 +85,7 @@ def test_index_is_rebuilt_from_the_catalog(make_kb, tmp_path):
     base.close()
     shutil.rmtree(base.home / "chroma")  # the vector index is lost; the catalog is the record
     fresh = KnowledgeBase(base.home, embedder=base.embedder)
-    result = subprocess.run([sys.executable, "-m", "kb", "--home", str(base.home), "rebuild", "--json"],
+    result = subprocess.run([sys.executable, "-m", "cli.kb", "--home", str(base.home), "rebuild", "--json"],
                             cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert f'"indexed": {fresh.count()}' in result.stdout

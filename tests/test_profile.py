@@ -157,12 +157,6 @@ def test_text_column_makes_the_task_tabular_plus_text(task_root):
     assert profile.modality == "tabular+text" and profile.columns_of_kind("text") == ("title",)
 
 
-def test_labels_hook_returns_a_labelled_copy():
-    profile = profile_task(house_prices_dir())
-    labelled = profile.with_labels(["tabular", "tabular/regression"])
-    assert labelled.labels == ("tabular", "tabular/regression") and profile.labels == ()
-
-
 def test_bench_tasks_command_builds_a_folder_the_profiler_accepts(tmp_path, capsys):
     from bench.tasks import main
 

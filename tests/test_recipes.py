@@ -19,11 +19,11 @@ from agent.engine.fit import cross_validate
 from agent.engine.spec import SpecError, Step, ValidationSpec
 from agent.engine.steps import evaluate_source
 from agent.engine.trainers import trainer_registry
-from agent.knowledge.recipes import LEFT_OUT, applicable, catalogue, left_out, materialised_steps
+from agent.knowledge.recipes import LEFT_OUT, RECIPES_PATH, applicable, catalogue, left_out, materialised_steps
 from agent.outputs.solution import render_solution
 from agent.verify.probes import inspect_candidate
 from bench.tasks import RDATASETS_TASKS, write_task_folder
-from kb.config import DATA_DIR
+from kb.config import bundled_knowledge
 from retrieval.profile import profile_task
 
 TRAINERS = trainer_registry()
@@ -112,7 +112,7 @@ def _cv(candidate: SolutionCandidate, dataset: Dataset) -> float:
 
 
 def test_catalogue_follows_recipes_json():
-    recipes = json.loads((DATA_DIR / "recipes.json").read_text())["ops"]
+    recipes = json.loads(RECIPES_PATH.read_text())["ops"]
     ops = catalogue()
     assert len(ops) >= 30
     for op, recipe in ops.items():
@@ -320,7 +320,7 @@ def test_card_recipes_compile_or_are_refused_with_a_reason(tasks):
     _, regression = tasks["ames"]
     _, classification = tasks["churn"]
     ops = catalogue()
-    cards = [json.loads(line) for path in sorted((DATA_DIR / "knowledge").glob("*.jsonl"))
+    cards = [json.loads(line) for path in sorted(bundled_knowledge().glob("*.jsonl"))
              for line in path.read_text().splitlines() if line.strip()]
     recipes = [card["recipe"] for card in cards if card.get("recipe") and card["recipe"]["op"] in ops]
     refused = []

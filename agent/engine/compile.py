@@ -21,7 +21,6 @@ from retrieval.metrics import CLASSIFICATION
 ENSEMBLE = "ensemble"
 
 
-
 def compile_spec(
     spec: SolutionSpec,
     context: CompileContext,
@@ -32,13 +31,8 @@ def compile_spec(
     if spec.model.name == ENSEMBLE:
         members = [(f"m{index}", compile_spec(member, context, trainers, extra_steps))
                    for index, member in enumerate(ensemble_members(spec))]
-        params = spec.model.params
-        weights = list(params["weights"])
-        if "link" in params:
-            return Pipeline([("model", runtime.LinearStack(members, weights, params["intercept"], params["link"]))])
-        if context.task_type in CLASSIFICATION:
-            return Pipeline([("model", runtime.VotingClassifier(members, voting="soft", weights=weights))])
-        return Pipeline([("model", runtime.VotingRegressor(members, weights=weights))])
+        combiner, keywords = _combiner(spec, context.task_type in CLASSIFICATION)
+        return Pipeline([("model", getattr(runtime, combiner)(members, **keywords))])
     model = lookup_trainer(spec.model.name, trainers)(spec.model.params, context.task_type, context.random_state)
     if spec.target_transform is not None:
         model = target_op(spec.target_transform.op).wrap(spec.target_transform.params, model)
@@ -56,6 +50,17 @@ def ensemble_spec(members: Sequence[SolutionSpec], weights: Sequence[float], val
     if link is not None:
         params.update(intercept=float(intercept), link=link)
     return SolutionSpec((), ModelSpec(ENSEMBLE, params), None, validation)
+
+
+def _combiner(spec: SolutionSpec, classification: bool) -> tuple[str, dict[str, Any]]:
+    """The runtime class that combines an ensemble's members, and its keyword arguments besides the members."""
+    params = spec.model.params
+    weights = list(params["weights"])
+    if "link" in params:
+        return "LinearStack", {"weights": weights, "intercept": params["intercept"], "link": params["link"]}
+    if classification:
+        return "VotingClassifier", {"voting": "soft", "weights": weights}
+    return "VotingRegressor", {"weights": weights}
 
 
 def ensemble_members(spec: SolutionSpec) -> list[SolutionSpec]:
@@ -84,15 +89,9 @@ def render_model(
     if spec.model.name == ENSEMBLE:
         members = ",\n".join(f"(\"m{index}\", {render_model(member, dataset, trainers, random_state, extra_steps)})"
                              for index, member in enumerate(ensemble_members(spec)))
-        params = spec.model.params
-        if "link" in params:
-            model = (f"LinearStack([\n{members}], weights={list(params['weights'])!r}, "
-                     f"intercept={params['intercept']!r}, link={params['link']!r})")
-        else:
-            voting = ("VotingClassifier([\n{members}], voting=\"soft\", weights={weights!r})" if dataset.classification
-                      else "VotingRegressor([\n{members}], weights={weights!r})")
-            model = voting.format(members=members, weights=list(params["weights"]))
-        return f"Pipeline([(\"model\", {model})])"
+        combiner, keywords = _combiner(spec, dataset.classification)
+        arguments = "".join(f", {name}={value!r}" for name, value in keywords.items())
+        return f"Pipeline([(\"model\", {combiner}([\n{members}]{arguments}))])"
     context = dataset.compile_context(random_state)
     lines = []
     for index, step in enumerate(spec.steps):

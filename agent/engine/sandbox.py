@@ -102,6 +102,20 @@ def _death_cause(exitcode: int | None) -> str:
     return f"the candidate's process exited with code {exitcode} before reporting a result"
 
 
+def last_line(error: str, limit: int | None = None) -> str:
+    """The last non-blank line of an error (where a traceback says what went wrong), stripped and cut to `limit`
+    characters."""
+    lines = [line.strip() for line in error.strip().splitlines() if line.strip()]
+    line = lines[-1] if lines else "unknown error"
+    return line if limit is None else line[:limit]
+
+
+def error_tail(error: str, lines: int = 12) -> str:
+    """The end of a traceback: where it failed and why, without the whole stack (blank lines dropped)."""
+    kept = [line for line in error.strip().splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])
+
+
 def _child_main(sender, payload: bytes, parent_path: list[str], limits: Limits) -> None:
     memory_bytes = limits.memory_bytes
     if memory_bytes is not None:

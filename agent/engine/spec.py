@@ -20,6 +20,10 @@ class Step:
     def to_dict(self) -> dict[str, Any]:
         return {"op": self.op, "params": dict(self.params)}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Step:
+        return cls(data["op"], dict(data.get("params") or {}))
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -62,9 +66,9 @@ class SolutionSpec:
     def from_dict(cls, data: Mapping[str, Any]) -> SolutionSpec:
         try:
             return cls(
-                steps=tuple(_step(step) for step in data.get("steps", [])),
+                steps=tuple(Step.from_dict(step) for step in data.get("steps", [])),
                 model=ModelSpec(data["model"]["name"], dict(data["model"].get("params", {}))),
-                target_transform=_step(data["target_transform"]) if data.get("target_transform") else None,
+                target_transform=Step.from_dict(data["target_transform"]) if data.get("target_transform") else None,
                 validation=ValidationSpec(**data.get("validation", {})),
             )
         except (KeyError, TypeError) as error:
@@ -84,7 +88,3 @@ def insert_before(steps: Sequence[Step], new: Sequence[Step], before: Sequence[s
     steps = list(steps)
     index = next((i for i, step in enumerate(steps) if step.op in before), len(steps))
     return tuple(steps[:index] + list(new) + steps[index:])
-
-
-def _step(data: Mapping[str, Any]) -> Step:
-    return Step(data["op"], dict(data.get("params", {})))

@@ -1,23 +1,52 @@
-"""report.html for a run folder: score over time (inline SVG, nothing fetched), the solution tree and the attempt table."""
+"""report.html for a run folder: one self-contained page (inline CSS and SVG plots, nothing fetched) rendered from
+templates/report.html.j2 — the headline, the set-up evidence, the score over time, the solution tree, the
+leaderboard, the final model, the tricks' measured effect, the settings and the full journal."""
 
 from __future__ import annotations
 
-import html
+import io
 import json
+import shutil
+import subprocess
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+import matplotlib
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from agent.engine.compile import ENSEMBLE
 from retrieval.metrics import metric_info
 
 RUN_FILE = "run.json"
 TRACE_FILE = "trace.jsonl"
 REPORT_FILE = "report.html"
+SCREENSHOT_FILE = "report.png"
+TEMPLATE = "report.html.j2"
+TEMPLATES_DIR = Path(__file__).parent / "templates"
 
-_WIDTH, _HEIGHT, _PAD = 760, 320, 64
+LEADERBOARD_SIZE = 10
+STATUS_COLOURS = {"valid": "#2e8b57", "buggy": "#d9822b", "dead": "#9e9e9e"}
+BEST_COLOUR = "#1f5fbf"
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+# Settings whose numbers are bytes or seconds, shown in units a reader takes in at a glance.
+BYTE_SETTINGS = ("memory_limit",)
+SECOND_SETTINGS = ("time_budget", "candidate_time_limit")
 
 
 class RunDirError(ValueError):
     """A folder that is not an `agent solve` run folder."""
+
+
+class ScreenshotError(RuntimeError):
+    """No headless browser to render report.html with, or the browser failed."""
 
 
 def read_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -43,145 +72,378 @@ def write_report(run_dir: str | Path) -> Path:
     return path
 
 
+def screenshot(report_path: str | Path, png_path: str | Path, *, width: int = 1400, height: int = 3000) -> Path:
+    """Render the report in headless chromium and save a PNG of the page's first `height` pixels."""
+    browser = find_browser()
+    png_path = Path(png_path).resolve()
+    png_path.unlink(missing_ok=True)  # so a stale picture is never taken for a new one
+    completed = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--screenshot={png_path}",
+         f"--window-size={width},{height}", Path(report_path).resolve().as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    if not png_path.is_file():
+        raise ScreenshotError(f"{browser} wrote no screenshot (exit {completed.returncode}): "
+                              f"{completed.stderr.strip()[-300:]}")
+    return png_path
+
+
+def find_browser() -> str:
+    for name in BROWSERS:
+        if path := shutil.which(name):
+            return path
+    raise ScreenshotError("chromium is not installed: install it (e.g. `apt-get install -y chromium`) "
+                          "to take a screenshot of the report")
+
+
+# ---------------------------------------------------------------------------------------------- the page
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """One attempt as the report shows it; a seed-loop attempt is a node without a parent."""
+
+    id: int
+    parent_id: int | None
+    action: str
+    trainer: str
+    params: str
+    cv_score: float | None
+    valid: bool
+    status: str  # valid / buggy / dead
+    verdict: str
+    seconds: float
+    finished: float  # seconds since the run started
+    plan: str
+    trick: dict[str, Any] | None
+    notes: tuple[str, ...]
+    error: str  # the error's last line
+
+    @classmethod
+    def from_attempt(cls, attempt: Mapping[str, Any]) -> NodeView:
+        in_tree = "node_id" in attempt
+        spec = attempt["spec"]
+        params = json.dumps(spec["model"]["params"]) if spec["model"]["name"] != ENSEMBLE else "(see the final model)"
+        if spec.get("target_transform"):
+            params += f" · target {spec['target_transform']['op']}"
+        plan = attempt["plan"] if in_tree else attempt["rationale"]
+        return cls(
+            id=attempt["node_id"] if in_tree else attempt["index"],
+            parent_id=attempt["parent_id"] if in_tree else None,
+            action=attempt["action"] if in_tree else attempt["phase"],
+            trainer=attempt["trainer"], params=params, cv_score=attempt["cv_score"], valid=attempt["valid"],
+            status=attempt.get("node_status") or ("valid" if attempt["valid"] else "buggy"),
+            verdict=attempt["verdict"], seconds=attempt["seconds"], finished=attempt["started"] + attempt["seconds"],
+            plan=plan, trick=attempt.get("trick"), notes=tuple(attempt["notes"]),
+            error=attempt["error"].strip().splitlines()[-1] if attempt["error"].strip() else "",
+        )
+
+    @property
+    def trick_label(self) -> str:
+        """The trick, when the plan does not already name it (a knowledge-base plan does), so it is said once."""
+        if not self.trick or self.trick["id"] in self.plan:
+            return ""
+        return f"{self.trick['id']} '{self.trick.get('title') or self.trick.get('op')}'"
+
+
 def render_report(run: dict[str, Any], attempts: list[dict[str, Any]]) -> str:
     task = run["task"]
-    title = f"agent solve: {task['name']}"
-    inferred = "".join(f"<li><b>{html.escape(key)}</b>: {html.escape(str(task.get(key)))} "
-                       f"<small>({html.escape(evidence)})</small></li>" for key, evidence in task["inferred"].items())
-    settings = ", ".join(f"{key}={value}" for key, value in run["settings"].items())
-    return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
-table {{ border-collapse: collapse; font-size: 0.9em; }}
-td, th {{ border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }}
-tr.valid td.verdict {{ color: #176b2c; }} tr.invalid td.verdict {{ color: #a61b1b; }}
-tr.best {{ background: #eef7ee; }} small {{ color: #666; }}
-ul.tree, ul.tree ul {{ list-style: none; padding-left: 1.4em; border-left: 1px dotted #bbb; }}
-ul.tree li {{ margin: 3px 0; }} .node-valid {{ color: #176b2c; }} .node-buggy {{ color: #a61b1b; }}
-.node-dead {{ color: #777; text-decoration: line-through; }} .node-best {{ background: #eef7ee; font-weight: bold; }}
-</style></head><body>
-<h1>{html.escape(title)}</h1>
-<p><b>{html.escape(run['summary'])}</b></p>
-<p>Task: {html.escape(task['task_type'])}, metric {html.escape(task['metric'])}, {task['n_rows']} training rows,
-target <code>{html.escape(task['target'])}</code>. Stopped: {html.escape(run.get('stop_reason', ''))}.
-Settings: {html.escape(settings)}.</p>
-<ul>{inferred}</ul>
-{''.join(f'<p><small>{html.escape(note)}</small></p>' for note in run.get('notes', []))}
-<h2>Score over time</h2>
-{score_plot(attempts, run['baseline'], task['metric'])}
-{tree_section(attempts, task['metric'])}
-<h2>Attempts</h2>
-{attempt_table(attempts)}
-</body></html>
-"""
+    greater_is_better = metric_info(run["metric"]).greater_is_better
+    nodes = [NodeView.from_attempt(attempt) for attempt in attempts]
+    in_tree = any("node_id" in attempt for attempt in attempts)
+    best = _best_node(nodes, run.get("best_node"), greater_is_better)
+    members = _journal_members(run)
+    return _environment().get_template(TEMPLATE).render(
+        run=run, task=task, nodes=nodes, best=best, in_tree=in_tree,
+        direction="higher" if greater_is_better else "lower",
+        setup=_setup_evidence(task),
+        score_plot=Markup(score_plot(nodes, run["baseline"], run["metric"], greater_is_better, best)),
+        tree_plot=Markup(tree_plot(nodes, best, members)) if in_tree else None,
+        leaderboard=leaderboard(nodes, greater_is_better),
+        composition=composition(run.get("best_spec"), members.get(best.id, ()) if best else ()),
+        tricks=trick_effects(nodes, greater_is_better),
+        settings=list(flatten_settings(run["settings"])),
+    )
 
 
-def score_plot(attempts: list[dict[str, Any]], baseline: float, metric: str) -> str:
-    """CV score of each attempt against the time it finished, the best so far as a step line, failures as ×."""
-    greater_is_better = metric_info(metric).greater_is_better
-    finished = sorted(((a["started"] + a["seconds"], a) for a in attempts), key=lambda item: item[0])
-    scored = [(t, a["cv_score"], a) for t, a in finished if a["cv_score"] is not None]
-    values = [value for _, value, _ in scored] or [baseline]
-    margin = max(max(values) - min(values), 1e-3) * 0.08
-    low, high = min(values) - margin, max(values) + margin
-    end = max([t for t, _ in finished] + [1.0])
-
-    def x(seconds: float) -> float:
-        return _PAD + seconds / end * (_WIDTH - 2 * _PAD)
-
-    def y(value: float) -> float:
-        return _HEIGHT - _PAD - (value - low) / (high - low) * (_HEIGHT - 2 * _PAD)
-
-    marks = []
-    if low <= baseline <= high:
-        marks.append(f'<line x1="{_PAD}" y1="{y(baseline):.1f}" x2="{_WIDTH - _PAD}" y2="{y(baseline):.1f}" '
-                     'stroke="#999" stroke-dasharray="4 4"/>')
-    marks.append(f'<text x="{_WIDTH - _PAD}" y="{_PAD - 8}" text-anchor="end" font-size="11" fill="#777">'
-                 f'trivial baseline {baseline:.4f}{"" if low <= baseline <= high else " (off this scale)"}</text>')
-    best_points, best = [], None
-    for t, value, attempt in scored:
-        if attempt["valid"] and (best is None or (value > best if greater_is_better else value < best)):
-            if best is not None:
-                best_points.append((x(t), y(best)))
-            best = value
-            best_points.append((x(t), y(best)))
-    if best_points:
-        best_points.append((x(end), best_points[-1][1]))
-        points = " ".join(f"{px:.1f},{py:.1f}" for px, py in best_points)
-        marks.append(f'<polyline points="{points}" fill="none" stroke="#176b2c" stroke-width="1.5"/>')
-    for t, value, attempt in scored:
-        colour = "#176b2c" if attempt["valid"] else "#d08a00"
-        label = html.escape(f"#{attempt['index']} {attempt['trainer']}: {value:.4f} ({attempt['verdict']})")
-        marks.append(f'<circle cx="{x(t):.1f}" cy="{y(value):.1f}" r="4" fill="{colour}"><title>{label}</title></circle>')
-    for t, attempt in finished:
-        if attempt["cv_score"] is None:
-            label = html.escape(f"#{attempt['index']} {attempt['trainer']}: {attempt['verdict']}")
-            marks.append(f'<text x="{x(t):.1f}" y="{_HEIGHT - _PAD + 4}" text-anchor="middle" fill="#a61b1b" '
-                         f'font-size="14">×<title>{label}</title></text>')
-    ticks = "".join(f'<text x="{_PAD - 4}" y="{y(value) + 4:.1f}" text-anchor="end" font-size="10">{value:.4f}</text>'
-                    for value in (low + margin, (low + high) / 2, high - margin))
-    axes = (f'<line x1="{_PAD}" y1="{_HEIGHT - _PAD}" x2="{_WIDTH - _PAD}" y2="{_HEIGHT - _PAD}" stroke="#333"/>'
-            f'<line x1="{_PAD}" y1="{_PAD}" x2="{_PAD}" y2="{_HEIGHT - _PAD}" stroke="#333"/>'
-            f'<text x="{_WIDTH / 2}" y="{_HEIGHT - 10}" text-anchor="middle" font-size="12">seconds since start '
-            f'(0 to {end:.0f}); line: best verified so far; ×: failed attempt</text>'
-            f'<text x="12" y="{_HEIGHT / 2}" font-size="12" transform="rotate(-90 12 {_HEIGHT / 2})" '
-            f'text-anchor="middle">CV {html.escape(metric)} ({"higher" if greater_is_better else "lower"} is better)</text>'
-            + ticks)
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{_HEIGHT}" '
-            f'role="img" aria-label="CV score over time">{axes}{"".join(marks)}</svg>')
+@cache
+def _environment() -> Environment:
+    environment = Environment(loader=FileSystemLoader(TEMPLATES_DIR), autoescape=True, undefined=StrictUndefined,
+                              trim_blocks=True, lstrip_blocks=True)
+    environment.filters["score"] = lambda value: "–" if value is None else f"{value:.4f}"
+    environment.filters["signed"] = lambda value: "–" if value is None else f"{value:+.4f}"
+    return environment
 
 
-def attempt_table(attempts: list[dict[str, Any]]) -> str:
-    header = "<tr><th>#</th><th>phase</th><th>trainer</th><th>params</th><th>CV score</th><th>verdict</th>" \
-             "<th>seconds</th><th>rationale / notes / error</th></tr>"
-    rows = []
-    for attempt in attempts:
-        classes = " ".join(["valid" if attempt["valid"] else "invalid", "best" if attempt["improved"] else ""])
-        score = "–" if attempt["cv_score"] is None else f"{attempt['cv_score']:.4f}"
-        params = json.dumps(attempt["spec"]["model"]["params"]) + (
-            f" · {attempt['spec']['target_transform']['op']}" if attempt["spec"]["target_transform"] else "")
-        details = [attempt["rationale"], *attempt["notes"]]
-        if attempt["error"]:
-            details.append(attempt["error"].strip().splitlines()[-1])
-        rows.append(
-            f'<tr class="{classes.strip()}"><td>{attempt["index"]}</td><td>{attempt["phase"]}</td>'
-            f'<td>{html.escape(attempt["trainer"])}</td><td><code>{html.escape(params)}</code></td><td>{score}</td>'
-            f'<td class="verdict">{html.escape(attempt["verdict"])}</td><td>{attempt["seconds"]:.1f}</td>'
-            f'<td>{"<br>".join(html.escape(detail) for detail in details if detail)}</td></tr>'
-        )
-    return f"<table>{header}{''.join(rows)}</table>"
+def _best_node(nodes: list[NodeView], best_id: int | None, greater_is_better: bool) -> NodeView | None:
+    """The run's best node; a seed-loop run names none, so the best verified attempt."""
+    by_id = {node.id: node for node in nodes}
+    if best_id in by_id:
+        return by_id[best_id]
+    ranked = leaderboard(nodes, greater_is_better)
+    return ranked[0] if ranked else None
 
 
-def tree_section(attempts: list[dict[str, Any]], metric: str) -> str:
-    """The solution tree as nested lists: each node's action, model, CV score, status, plan and trick."""
-    nodes = [attempt for attempt in attempts if "node_id" in attempt]
-    if not nodes:
-        return ""
-    greater_is_better = metric_info(metric).greater_is_better
-    valid = [node for node in nodes if node["valid"] and node["cv_score"] is not None]
-    best = (max if greater_is_better else min)(valid, key=lambda node: node["cv_score"])["node_id"] if valid else None
-    children: dict[Any, list[dict[str, Any]]] = {}
+def _journal_members(run: Mapping[str, Any]) -> dict[int, tuple[int, ...]]:
+    """Each ensemble node's member node ids, in the order of its spec's members (from run.json's journal)."""
+    journal = run.get("journal") or {}
+    return {node["id"]: tuple(node["members"]) for node in journal.get("nodes", []) if node.get("members")}
+
+
+def _setup_evidence(task: Mapping[str, Any]) -> list[tuple[str, Any, str]]:
+    """(field, what was set up, why) for the target, id, metric and task type."""
+    inferred = task["inferred"]
+    fields = (("target", "target"), ("id column", "id_column"), ("metric", "metric"), ("task type", "task_type"))
+    return [(label, task.get(key), inferred.get(key, "given on the command line")) for label, key in fields]
+
+
+def leaderboard(nodes: list[NodeView], greater_is_better: bool) -> list[NodeView]:
+    """The best verified nodes, best first."""
+    verified = [node for node in nodes if node.valid and node.cv_score is not None]
+    return sorted(verified, key=lambda node: node.cv_score, reverse=greater_is_better)[:LEADERBOARD_SIZE]
+
+
+def composition(best_spec: Mapping[str, Any] | None, member_ids: tuple[int, ...]) -> dict[str, Any] | None:
+    """What the final model is made of: an ensemble's members and weights (and a stack's link and intercept),
+    or the single model with its pipeline steps."""
+    if not best_spec:
+        return None
+    model = best_spec["model"]
+    if model["name"] != ENSEMBLE:
+        return {"kind": "single model", "trainer": model["name"], "params": json.dumps(model["params"]),
+                "steps": [step["op"] for step in best_spec["steps"]],
+                "target_transform": (best_spec.get("target_transform") or {}).get("op")}
+    params = model["params"]
+    link = params.get("link")
+    kind = "weighted average" if link is None else "rank average" if link == "rank" else f"linear stack ({link} space)"
+    ids = member_ids if len(member_ids) == len(params["members"]) else (None,) * len(params["members"])
+    members = [{"node": node_id, "trainer": member["model"]["name"], "params": json.dumps(member["model"]["params"]),
+                "steps": [step["op"] for step in member["steps"]], "weight": weight}
+               for node_id, member, weight in zip(ids, params["members"], params["weights"])]
+    return {"kind": kind, "members": members, "link": link, "intercept": params.get("intercept")}
+
+
+def trick_effects(nodes: list[NodeView], greater_is_better: bool) -> list[dict[str, Any]]:
+    """Each node that applied a trick: helped (verified and beat its parent's CV score), hurt (verified, not
+    better), failed (not verified), or a draft (no parent to measure it against)."""
+    by_id = {node.id: node for node in nodes}
+    effects = []
     for node in nodes:
-        children.setdefault(node["parent_id"], []).append(node)
+        if not node.trick:
+            continue
+        parent = by_id.get(node.parent_id)
+        change = None
+        if not node.valid or node.cv_score is None:
+            outcome = "failed"
+        elif parent is None:
+            outcome = "draft"
+        elif parent.cv_score is None or not parent.valid:
+            outcome = "helped"  # a verified node beats a parent that had no verified score
+        else:
+            change = node.cv_score - parent.cv_score
+            outcome = "helped" if (change > 0 if greater_is_better else change < 0) else "hurt"
+        effects.append({"node": node, "parent": parent, "outcome": outcome, "change": change,
+                        "origin": node.trick.get("competition") or node.trick.get("source") or "–"})
+    return effects
 
-    def item(node: dict[str, Any]) -> str:
-        score = "–" if node["cv_score"] is None else f"{node['cv_score']:.4f}"
-        status = node.get("node_status", "valid" if node["valid"] else "buggy")
-        classes = f"node-{status}" + (" node-best" if node["node_id"] == best else "")
-        trick = node.get("trick")
-        trick_text = ""
-        if trick:
-            origin = trick.get("competition") or trick.get("source") or ""
-            trick_text = f"<br><small>trick {html.escape(str(trick['id']))}: {html.escape(trick.get('title') or '')}" \
-                         f" ({html.escape(origin)})</small>"
-        error = f"<br><small>{html.escape(node['error'].strip().splitlines()[-1])}</small>" if node["error"] else ""
-        below = "".join(item(child) for child in children.get(node["node_id"], []))
-        return (f'<li><span class="{classes}">#{node["node_id"]} {html.escape(node["action"])} · '
-                f'{html.escape(node["trainer"])} · {score} · {html.escape(status)}</span> '
-                f'<small>{html.escape(node["plan"])}</small>{trick_text}{error}'
-                f'{f"<ul>{below}</ul>" if below else ""}</li>')
 
-    roots = "".join(item(node) for node in children.get(None, []))
-    return (f"<h2>Solution tree</h2><p><small>{len(nodes)} nodes; best verified node highlighted; struck through: "
-            f"dead (still failing at the maximum debug depth).</small></p><ul class=\"tree\">{roots}</ul>")
+def flatten_settings(settings: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(dotted name, value for a human) for every setting, nested groups flattened."""
+    for key, value in settings.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from flatten_settings(value, f"{name}.")
+        else:
+            yield name, format_setting(key, value)
+
+
+def format_setting(key: str, value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if key in BYTE_SETTINGS and isinstance(value, int | float):
+        return format_bytes(value)
+    if key in SECOND_SETTINGS and isinstance(value, int | float):
+        return format_seconds(value)
+    return str(value)
+
+
+def format_bytes(count: float) -> str:
+    units = ("bytes", "KiB", "MiB", "GiB", "TiB")
+    power = 0
+    while count >= 1024 and power < len(units) - 1:
+        count, power = count / 1024, power + 1
+    return f"{count:.0f} bytes" if power == 0 else f"{count:.1f} {units[power]}"
+
+
+def format_seconds(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:g} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+# ---------------------------------------------------------------------------------------------- the plots
+
+
+def score_plot(nodes: list[NodeView], baseline: float, metric: str, greater_is_better: bool,
+               best: NodeView | None) -> str:
+    """CV score of each node against the time it finished: the best verified so far as a step line, the trivial
+    baseline dashed, scored-but-rejected nodes hollow, failures as crosses along the bottom."""
+    figure = _figure(9, 4)
+    axes = figure.add_subplot()
+    by_time = sorted(nodes, key=lambda node: node.finished)
+    end = max([node.finished for node in nodes] + [1.0])
+    verified = [node for node in by_time if node.valid and node.cv_score is not None]
+    rejected = [node for node in by_time if not node.valid and node.cv_score is not None]
+    failed = [node for node in by_time if node.cv_score is None]
+
+    if verified:
+        times, best_so_far, current = [], [], None
+        for node in verified:
+            if current is None or (node.cv_score > current if greater_is_better else node.cv_score < current):
+                current = node.cv_score
+            times.append(node.finished)
+            best_so_far.append(current)
+        axes.step([*times, end], [*best_so_far, best_so_far[-1]], where="post", color=BEST_COLOUR, linewidth=2,
+                  label="best verified so far")
+        axes.scatter([n.finished for n in verified], [n.cv_score for n in verified], s=36, zorder=3,
+                     color=STATUS_COLOURS["valid"], label="verified node")
+    if rejected:
+        axes.scatter([n.finished for n in rejected], [n.cv_score for n in rejected], s=36, zorder=3,
+                     facecolors="none", edgecolors=STATUS_COLOURS["buggy"], label="scored but rejected")
+    if best is not None and best.cv_score is not None:
+        axes.scatter([best.finished], [best.cv_score], s=160, marker="*", zorder=4, color="#f2b705",
+                     edgecolors="#7a5c00", label=f"best: node {best.id}")
+    scores = [node.cv_score for node in verified + rejected]
+    _draw_baseline(axes, baseline, scores)
+    if failed:  # no score to place them by: crosses just above the time axis
+        axes.scatter([n.finished for n in failed], [0.04] * len(failed), marker="x", s=40, zorder=3,
+                     color="#c62828", transform=axes.get_xaxis_transform(), label="failed (no score)")
+    if len(nodes) <= 40:
+        for node in verified + rejected:
+            axes.annotate(str(node.id), (node.finished, node.cv_score), textcoords="offset points", xytext=(5, 4),
+                          fontsize=7, color="#555")
+    axes.set_xlim(0, end * 1.03)
+    axes.set_xlabel("seconds since the run started")
+    axes.set_ylabel(f"CV {metric} ({'higher' if greater_is_better else 'lower'} is better)")
+    axes.grid(alpha=0.3)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    return _svg(figure, "score")
+
+
+def _draw_baseline(axes: Any, baseline: float, scores: list[float]) -> None:
+    """The trivial baseline dashed; when it lies far from every score it would squash them, so the legend names
+    it instead."""
+    low, high = (min(scores), max(scores)) if scores else (baseline, baseline)
+    spread = max(high - low, 1e-3)
+    label = f"trivial baseline {baseline:.4f}"
+    if low - 2 * spread <= baseline <= high + 2 * spread:
+        axes.axhline(baseline, color="#777", linestyle="--", linewidth=1, label=label)
+        return
+    axes.set_ylim(low - spread * 0.15, high + spread * 0.15)
+    axes.plot([], [], color="#777", linestyle="--", linewidth=1,
+              label=f"{label}\n({'below' if baseline < low else 'above'} this scale)")
+
+
+def tree_plot(nodes: list[NodeView], best: NodeView | None, members: Mapping[int, tuple[int, ...]]) -> str:
+    """The solution tree, depth downwards from the task: nodes coloured by status, the path from the task to the
+    best node drawn bold, an ensemble's other members joined to it by dotted lines."""
+    position = _tree_layout(nodes)
+    by_id = {node.id: node for node in nodes}
+    best_path = set(_path_to(best, by_id)) if best is not None else set()
+    n_leaves = len({x for x, _ in position.values()})
+    depth = max(y for _, y in position.values()) + 1
+    detailed = n_leaves <= 12  # boxes with trainer and score while they fit; just ids beyond
+    figure = _figure(min(max(0.95 * n_leaves + 2, 7), 12), min(max(0.95 * depth + 1.2, 3), 12))
+    axes = figure.add_subplot()
+    root = (sum(x for x, y in position.values() if y == 0) / max(sum(1 for _, y in position.values() if y == 0), 1),
+            -1.0)
+
+    for node in nodes:
+        x, y = position[node.id]
+        parent = position.get(node.parent_id, root)
+        on_path = node.id in best_path
+        axes.plot([parent[0], x], [parent[1], y], color=BEST_COLOUR if on_path else "#bbb",
+                  linewidth=2.6 if on_path else 1, zorder=1)
+        for member in members.get(node.id, ()):
+            if member != node.parent_id and member in position:
+                axes.plot([position[member][0], x], [position[member][1], y], color="#bbb", linewidth=0.8,
+                          linestyle=":", zorder=1)
+    axes.text(*root, "task", ha="center", va="center", fontsize=9, zorder=3,
+              bbox={"boxstyle": "round,pad=0.3", "facecolor": "#eee", "edgecolor": "#999"})
+    for node in nodes:
+        x, y = position[node.id]
+        label = f"#{node.id} {_short(node.trainer)}\n{'–' if node.cv_score is None else f'{node.cv_score:.4f}'}" \
+            if detailed else str(node.id)
+        on_path = node.id in best_path
+        axes.text(x, y, label, ha="center", va="center", fontsize=8.5 if detailed else 7, zorder=3,
+                  color="white" if node.status != "dead" else "#333",
+                  fontweight="bold" if best is not None and node.id == best.id else "normal",
+                  bbox={"boxstyle": "round,pad=0.35", "facecolor": STATUS_COLOURS.get(node.status, "#9e9e9e"),
+                        "edgecolor": BEST_COLOUR if on_path else "white", "linewidth": 2.2 if on_path else 0.5})
+    xs = [x for x, _ in position.values()] + [root[0]]
+    axes.set_xlim(min(xs) - 0.7, max(xs) + 0.7)
+    axes.set_ylim(depth - 0.4, -1.5)  # depth grows downwards
+    axes.set_yticks(range(depth), [f"depth {level}" for level in range(depth)], fontsize=9)
+    axes.set_xticks([])
+    for side in ("top", "right", "bottom", "left"):
+        axes.spines[side].set_visible(False)
+    handles = [Patch(color=colour, label=status) for status, colour in STATUS_COLOURS.items()]
+    handles.append(Line2D([], [], color=BEST_COLOUR, linewidth=2.6, label="path to the best node"))
+    if members:
+        handles.append(Line2D([], [], color="#bbb", linestyle=":", label="ensemble member"))
+    axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9, frameon=False)
+    return _svg(figure, "tree")
+
+
+def _tree_layout(nodes: list[NodeView]) -> dict[int, tuple[float, int]]:
+    """(x, depth) per node: leaves one unit apart in depth-first order, each parent centred over its children."""
+    ids = {node.id for node in nodes}
+    children: dict[int | None, list[int]] = {}
+    for node in nodes:
+        children.setdefault(node.parent_id if node.parent_id in ids else None, []).append(node.id)
+    position: dict[int, tuple[float, int]] = {}
+    next_leaf = 0.0
+
+    def place(node_id: int, depth: int) -> float:
+        nonlocal next_leaf
+        below = [place(child, depth + 1) for child in children.get(node_id, [])]
+        if below:
+            x = (below[0] + below[-1]) / 2
+        else:
+            x, next_leaf = next_leaf, next_leaf + 1
+        position[node_id] = (x, depth)
+        return x
+
+    for root in children.get(None, []):
+        place(root, 0)
+    return position
+
+
+def _path_to(node: NodeView, by_id: Mapping[int, NodeView]) -> list[int]:
+    path = [node.id]
+    while (parent := by_id.get(by_id[path[-1]].parent_id)) is not None:
+        path.append(parent.id)
+    return path
+
+
+def _short(trainer: str) -> str:
+    return {"hist_gradient_boosting": "hist GBM", "random_forest": "forest"}.get(trainer, trainer)
+
+
+def _figure(width: float, height: float) -> Figure:
+    """A figure on the Agg canvas (never a GUI backend), sized in inches."""
+    figure = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _svg(figure: Figure, name: str) -> str:
+    """The figure as an <svg> element to inline: text kept as text (small, selectable), no XML prologue, and
+    ids salted by the plot's name, so the page is the same each time and two plots' ids never clash."""
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": name}):
+        figure.savefig(buffer, format="svg", metadata={"Date": None})
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]

@@ -1,14 +1,17 @@
 """Render a solution node as a standalone solution.py: the user keeps code, not only a pickle.
 
-The file is agent.engine.runtime's source, the task's settings, and `build_model()` made of the same
+The file is agent.engine.runtime's modules (their source, concatenated), the task's settings, and `build_model()` made of the same
 source strings the engine evaluates, so running it reproduces the agent's CV score exactly.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 
 from agent.engine import runtime
 from agent.engine.compile import NotRenderableError, render_model
@@ -78,7 +81,29 @@ def render_solution(
         "Prints the cross-validated score, refits on all training rows and writes the submission.\n"
         'Needs numpy, pandas and scikit-learn (and the boosting library the model uses, if any)."""\n'
     )
-    runtime_source = inspect.getsource(runtime)
-    runtime_body = runtime_source.split('"""', 2)[2].lstrip("\n")  # drop the module's own docstring
     model = render_model(spec, dataset, trainers, random_state, extra_steps)
-    return docstring + "\n" + runtime_body + _MAIN.format(task=task, model=model)
+    return docstring + "\n" + runtime_source() + _MAIN.format(task=task, model=model)
+
+
+def runtime_source() -> str:
+    """agent.engine.runtime's modules in MODULE_ORDER, one section each: a module's source without its docstring
+    and without its relative imports (solution.py defines what they import in the sections above)."""
+    return "\n\n".join(_module_body(module) for module in runtime.MODULE_ORDER)
+
+
+def _module_body(module: ModuleType) -> str:
+    source = inspect.getsource(module)
+    tree = ast.parse(source)
+    dropped: set[int] = set()  # 1-based line numbers
+    for node in tree.body:
+        is_docstring = node is tree.body[0] and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        if is_docstring or (isinstance(node, ast.ImportFrom) and node.level > 0):
+            dropped.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    lines = [line for number, line in enumerate(source.splitlines(), start=1) if number not in dropped]
+    body = "\n".join(lines).strip("\n")
+    while "\n\n\n\n" in body:  # where a dropped import left a gap
+        body = body.replace("\n\n\n\n", "\n\n\n")
+    summary = (ast.get_docstring(tree) or "").split("\n\n")[0].replace("\n", " ")
+    title = textwrap.fill(f"---- {module.__name__.rsplit('.', 1)[-1]}: {summary}", 118,
+                          initial_indent="# ", subsequent_indent="# ")
+    return f"{title}\n\n{body}\n"

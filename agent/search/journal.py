@@ -13,10 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.candidate import AppliedTrick, SolutionCandidate, candidate_from_dict, candidate_to_dict, json_number
+from agent.candidate import AppliedTrick, SolutionCandidate, json_number
 from agent.engine.spec import Step
 from agent.engine.steps import BUILTIN_STEPS, TARGET_OPS
 from agent.engine.trainers import Trainer, default_steps
+from agent.verify.findings import Finding
 
 DRAFT, IMPROVE, DEBUG = "draft", "improve", "debug"
 VALID, BUGGY, DEAD = "valid", "buggy", "dead"
@@ -45,6 +46,10 @@ class Node:
     elapsed: float = 0.0
     started: float = 0.0  # seconds since the search started
     members: tuple[int, ...] = ()  # for a blend: the nodes it combines (the heaviest one is its parent)
+    # The verdict as records, for repairs to read instead of `output`: how it failed (one of
+    # agent.verify.findings.FAILURES, None when valid) and the findings behind the verdict (leaks, warnings, usage).
+    failure: str | None = None
+    findings: tuple[Finding, ...] = ()
 
     @property
     def valid(self) -> bool:
@@ -57,24 +62,27 @@ class Node:
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id, "parent_id": self.parent_id, "action": self.action, "plan": self.plan,
-            "candidate": candidate_to_dict(self.candidate), "spec": dict(self.spec), "code": self.code,
+            "candidate": self.candidate.to_dict(), "spec": dict(self.spec), "code": self.code,
             "status": self.status, "metric": json_number(self.metric) if self.metric is not None else None,
             "score": json_number(self.score), "output": self.output, "error": self.error,
             "trick": self.trick.to_dict() if self.trick else None, "debug_depth": self.debug_depth,
             "elapsed": round(self.elapsed, 3), "started": round(self.started, 3), "members": list(self.members),
+            "failure": self.failure, "findings": [finding.to_dict() for finding in self.findings],
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Node:
         return cls(
             id=int(data["id"]), parent_id=data["parent_id"], action=data["action"], plan=data["plan"],
-            candidate=candidate_from_dict(data["candidate"]), spec=dict(data["spec"]), code=data.get("code", ""),
+            candidate=SolutionCandidate.from_dict(data["candidate"]), spec=dict(data["spec"]), code=data.get("code", ""),
             status=data["status"], metric=data.get("metric"),
             score=-math.inf if data.get("score") is None else float(data["score"]),
             output=data.get("output", ""), error=data.get("error", ""),
             trick=AppliedTrick.from_dict(data["trick"]) if data.get("trick") else None,
             debug_depth=int(data.get("debug_depth", 0)), elapsed=float(data.get("elapsed", 0.0)),
             started=float(data.get("started", 0.0)), members=tuple(data.get("members") or ()),
+            failure=data.get("failure"),  # journals written before nodes kept the verdict as records have neither
+            findings=tuple(Finding.from_dict(item) for item in data.get("findings") or ()),
         )
 
 

@@ -19,7 +19,7 @@ from agent.candidate import AppliedTrick, AttemptRecord, EngineeringRun, Solutio
 from agent.engine import runtime
 from agent.engine.compile import ENSEMBLE, NotRenderableError, ensemble_spec, render_model
 from agent.engine.dataset import Dataset
-from agent.engine.sandbox import DEFAULT_MEMORY_LIMIT
+from agent.engine.sandbox import DEFAULT_MEMORY_LIMIT, error_tail
 from agent.engine.spec import SolutionSpec, SpecError, ValidationSpec
 from agent.engine.steps import StepOp
 from agent.engine.trainers import Trainer, default_steps
@@ -59,7 +59,7 @@ class TreeSearch:
         verifier: Verifier | None = None,
         cv: int = 5,
         trainers: Mapping[str, Trainer] | None = None,
-        steps: Mapping[str, StepOp] | None = None,
+        step_ops: Mapping[str, StepOp] | None = None,
         candidate_time_limit: float = DEFAULT_CANDIDATE_TIME_LIMIT,
         memory_limit: int | None = DEFAULT_MEMORY_LIMIT,
         on_node: Callable[[Node, AttemptRecord], None] | None = None,
@@ -67,7 +67,7 @@ class TreeSearch:
         self.proposer = proposer
         self.settings = settings or SearchSettings()
         self.policy = policy or SearchPolicy(self.settings)
-        self.evaluator = Evaluator(cv, self.settings.seed, trainers, steps,
+        self.evaluator = Evaluator(cv, self.settings.seed, trainers, step_ops,
                                    candidate_time_limit=candidate_time_limit, memory_limit=memory_limit)
         self.verifier = verifier if verifier is not None else DeterministicVerifier()
         self.on_node = on_node
@@ -228,7 +228,7 @@ class TreeSearch:
         at_limit = debug_depth >= self.policy.settings.max_debug_depth
         status = VALID if verdict.valid else (DEAD if at_limit else BUGGY)
         try:
-            code = render_model(spec, dataset, evaluator.trainers, evaluator.random_state, evaluator.steps)
+            code = render_model(spec, dataset, evaluator.trainers, evaluator.random_state, evaluator.step_ops)
         except (NotRenderableError, SpecError, KeyError, TypeError, ValueError):
             code = ""
         metric = evidence.metric_value if math.isfinite(evidence.metric_value) else None
@@ -236,14 +236,8 @@ class TreeSearch:
         node = journal.append(Node(
             id=len(journal), parent_id=parent.id if parent is not None else None, action=action,
             plan=candidate.rationale, candidate=candidate, spec=spec.to_dict(), code=code, status=status,
-            metric=metric, score=verdict.score, output=output, error=_error_tail(evidence.error), trick=trick,
+            metric=metric, score=verdict.score, output=output, error=error_tail(evidence.error), trick=trick,
             debug_depth=debug_depth, elapsed=evidence.elapsed, started=elapsed_since_start - evidence.elapsed,
-            members=members,
+            members=members, failure=verdict.failure, findings=verdict.findings,
         ))
         return node, attempt
-
-
-def _error_tail(error: str, lines: int = 12) -> str:
-    """The end of a traceback: where it failed and why, without the whole stack."""
-    kept = [line for line in error.strip().splitlines() if line.strip()]
-    return "\n".join(kept[-lines:])

@@ -62,7 +62,7 @@ class AgenticAutoML:
         random_state: int | None = None,
         trainers: Mapping[str, Trainer] | None = None,
         *,
-        steps: Mapping[str, StepOp] | None = None,
+        step_ops: Mapping[str, StepOp] | None = None,
         time_budget: float | None = None,
         candidate_time_limit: float = DEFAULT_CANDIDATE_TIME_LIMIT,
         memory_limit: int | None = DEFAULT_MEMORY_LIMIT,
@@ -75,7 +75,7 @@ class AgenticAutoML:
         self.time_budget = time_budget
         self.on_attempt = on_attempt
         # Rendered solutions must reproduce the CV score, so "no seed" still means a fixed one.
-        self.evaluator = Evaluator(cv, 0 if random_state is None else random_state, trainers, steps,
+        self.evaluator = Evaluator(cv, 0 if random_state is None else random_state, trainers, step_ops,
                                    candidate_time_limit=candidate_time_limit, memory_limit=memory_limit)
 
     @property

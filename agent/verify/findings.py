@@ -1,17 +1,96 @@
-"""What evaluating a candidate measured (Evidence), what the probes found (Inspection), and the verifier's Verdict."""
+"""What evaluating a candidate measured (Evidence), what the probes found (Finding, Inspection), and the verifier's
+Verdict.
+
+A `Finding` is one fact about a candidate, as a record: its kind (below), the 1-based step and the op it concerns,
+the column or file it concerns, and the sentence a person reads. Code that acts on findings (the repairs, reports)
+reads the fields, never the sentence.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+# Finding kinds. Leaks are reasons to reject a candidate:
+LEAK_TEST = "leak_test"  # a step learns from the test set
+LEAK_TARGET = "leak_target"  # a step reads the target outside the CV folds
+# Warnings are worth a look, not a reason to reject:
+TARGET_COPY = "target_copy"  # a raw column is a near-copy of the target (column)
+NOT_DETERMINISTIC = "not_deterministic"  # the preprocessing is not deterministic, so leakage was not checked
+FIT_OUTSIDE_FOLD = "fit_outside_fold"  # a step is fitted on training rows outside the CV fold (fit before the split)
+# Data usage:
+IGNORED_COLUMN = "ignored_column"  # a raw column that can change without changing what the model receives (column)
+IGNORED_FILE = "ignored_file"  # a file of the task that the solution does not read (file)
+
+LEAK_KINDS = (LEAK_TEST, LEAK_TARGET)
+WARNING_KINDS = (TARGET_COPY, NOT_DETERMINISTIC, FIT_OUTSIDE_FOLD)
+FINDING_KINDS = (*LEAK_KINDS, *WARNING_KINDS, IGNORED_COLUMN, IGNORED_FILE)
+
+# Verdict failure kinds: how an attempt failed (None for a valid one). The first four are how its run ended
+# (agent.engine.sandbox.Outcome.status); the others are what the verifier found in a run that ended well.
+ERROR, TIMEOUT, MEMORY, CRASHED = "error", "timeout", "memory", "crashed"
+NON_FINITE, LEAKAGE, NOT_BETTER = "non_finite", "leakage", "not_better"
+RUN_FAILURES = (ERROR, TIMEOUT, MEMORY, CRASHED)
+FAILURES = (*RUN_FAILURES, NON_FINITE, LEAKAGE, NOT_BETTER)
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # one of FINDING_KINDS
+    step: int | None = None  # the 1-based index of the step it concerns, if one
+    op: str | None = None  # that step's op
+    column: str | None = None  # the raw column it concerns, if one
+    file: str | None = None  # the task's file it concerns, if one
+    message: str = ""  # the finding in words
+
+    @property
+    def leak(self) -> bool:
+        return self.kind in LEAK_KINDS
+
+    @property
+    def warning(self) -> bool:
+        return self.kind in WARNING_KINDS
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "step": self.step, "op": self.op, "column": self.column, "file": self.file,
+                "message": self.message}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Finding:
+        step = data.get("step")
+        return cls(data["kind"], None if step is None else int(step), data.get("op"), data.get("column"),
+                   data.get("file"), data.get("message", ""))
+
+
+def culprit(step: int | None, op: str | None) -> str:
+    """Where a finding points, in words: "step 2 (target_encoding)", or the preprocessing as a whole."""
+    return f"step {step} ({op})" if step is not None else "the preprocessing"
 
 
 @dataclass(frozen=True)
 class Inspection:
-    leaks: tuple[str, ...] = ()  # reasons to reject
-    warnings: tuple[str, ...] = ()  # worth a look, not a reason to reject
-    ignored_columns: tuple[str, ...] = ()
+    """The probes' findings about a candidate's preprocessing, in the order they were made."""
+
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def leaks(self) -> tuple[str, ...]:
+        """Reasons to reject, in words."""
+        return tuple(finding.message for finding in self.findings if finding.leak)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Worth a look, not a reason to reject, in words."""
+        return tuple(finding.message for finding in self.findings if finding.warning)
+
+    @property
+    def ignored_columns(self) -> tuple[str, ...]:
+        return tuple(str(finding.column) for finding in self.findings if finding.kind == IGNORED_COLUMN)
+
+    def of_kind(self, *kinds: str) -> tuple[Finding, ...]:
+        return tuple(finding for finding in self.findings if finding.kind in kinds)
 
 
 @dataclass(frozen=True)
@@ -28,6 +107,12 @@ class Evidence:
     # Every training row's out-of-fold prediction (what the metric scores), for blending candidates; not compared.
     predictions: Any = field(default=None, compare=False, repr=False)
 
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        """The inspection's findings, then a finding for each file of the task the solution ignores."""
+        files = tuple(Finding(IGNORED_FILE, file=name, message=f"ignores file {name}") for name in self.ignored_files)
+        return (*self.inspection.findings, *files)
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -35,3 +120,10 @@ class Verdict:
     reason: str
     score: float  # greater is better (errors negated, as scikit-learn scorers do); -inf for a failure
     notes: tuple[str, ...] = field(default=())
+    failure: str | None = None  # one of FAILURES when invalid (None when valid, or from a verifier that does not say)
+    # The findings behind the verdict: the leaks that rejected it, and the warnings and data usage behind its notes.
+    findings: tuple[Finding, ...] = field(default=())
+
+    @property
+    def leaks(self) -> tuple[Finding, ...]:
+        return tuple(finding for finding in self.findings if finding.leak)

@@ -2,11 +2,15 @@
 
 `inspect_candidate` runs next to the cross-validation (in the candidate's own process). It asks
 concrete, deterministic questions of the candidate's preprocessing, fitted on one training fold:
-  - does its output change when only the test set changes?            -> it learns from the test set
+  - does its output change when only the test set changes?            -> it learns from the test set (leak_test)
   - does it change when only the out-of-fold targets change?          -> it reads the target outside the folds
-  - does it change when only the out-of-fold training rows change?    -> fitted before the split (warning)
+                                                                         (leak_target)
+  - does it change when only the out-of-fold training rows change?    -> fitted before the split (fit_outside_fold,
+                                                                         a warning)
   - which raw columns can be changed without changing its output?     -> columns the solution ignores
-A verifier then turns the measurements into a `Verdict`.
+                                                                         (ignored_column)
+Each answer is a `Finding` naming the first step (1-based index and op) whose output changes. A verifier then turns
+the measurements into a `Verdict`.
 """
 
 from __future__ import annotations
@@ -24,7 +28,17 @@ from agent.engine.dataset import Dataset
 from agent.engine.spec import SolutionSpec
 from agent.engine.steps import CompileContext, StepOp
 from agent.engine.trainers import Trainer
-from agent.verify.findings import Inspection
+from agent.verify.findings import (
+    FIT_OUTSIDE_FOLD,
+    IGNORED_COLUMN,
+    LEAK_TARGET,
+    LEAK_TEST,
+    NOT_DETERMINISTIC,
+    TARGET_COPY,
+    Finding,
+    Inspection,
+    culprit,
+)
 
 # Enough rows to fit any preprocessing faithfully, few enough to keep the checks to a second or two.
 _FIT_ROWS = 1000
@@ -41,9 +55,9 @@ def inspect_candidate(
     random_state: int = 0,
 ) -> Inspection:
     """Leakage and data-usage findings for the candidate's preprocessing (everything before the model)."""
-    warnings = list(_target_copies(dataset))
+    findings = list(_target_copies(dataset))
     if not spec.steps:
-        return Inspection(warnings=tuple(warnings))
+        return Inspection(tuple(findings))
     context = dataset.compile_context(random_state)
     train_rows, valid_rows = runtime.make_folds(
         dataset.y, classification=dataset.classification, n_splits=spec.validation.n_splits, seed=spec.validation.seed
@@ -58,34 +72,42 @@ def inspect_candidate(
     reference = fitted(context)
     expected = reference.transform(probe)
     if not _same(fitted(context).transform(probe), expected):
-        warnings.append("preprocessing is not deterministic, so leakage was not checked")
-        return Inspection(warnings=tuple(warnings), ignored_columns=_ignored_columns(reference, probe, expected))
+        findings.append(Finding(NOT_DETERMINISTIC, message="preprocessing is not deterministic, so leakage was not "
+                                                           "checked"))
+        return Inspection((*findings, *_ignored_columns(reference, probe, expected)))
 
-    def differing_step(variant: CompileContext) -> str | None:
+    def differing_step(variant: CompileContext) -> tuple[int | None, str | None] | None:
+        """(step, op) of the first step whose output changes with the variant's data; (None, None) when only the
+        preprocessing as a whole does; None when nothing changes."""
         if _same(fitted(variant).transform(probe), expected):
             return None
         for n_steps in range(1, len(spec.steps) + 1):
             if not _same(fitted(variant, n_steps).transform(probe), fitted(context, n_steps).transform(probe)):
-                return f"step {n_steps} ({spec.steps[n_steps - 1].op})"
-        return "the preprocessing"
+                return n_steps, spec.steps[n_steps - 1].op
+        return None, None
+
+    def finding(kind: str, where: tuple[int | None, str | None], what: str) -> Finding:
+        step, op = where
+        return Finding(kind, step=step, op=op, message=f"{culprit(step, op)} {what}")
 
     leaks = []
     if dataset.X_test is not None:
-        culprit = differing_step(context.with_data(X_test=_perturbed(dataset.X_test)))
-        if culprit:
-            leaks.append(f"{culprit} learns from the test set")
-    culprit = differing_step(context.with_data(y=_perturbed_target(dataset, valid_rows)))
-    if culprit:
-        leaks.append(f"{culprit} learns from the target outside the CV folds")
+        where = differing_step(context.with_data(X_test=_perturbed(dataset.X_test)))
+        if where:
+            leaks.append(finding(LEAK_TEST, where, "learns from the test set"))
+    where = differing_step(context.with_data(y=_perturbed_target(dataset, valid_rows)))
+    if where:
+        leaks.append(finding(LEAK_TARGET, where, "learns from the target outside the CV folds"))
     outside_rows = dataset.X.copy()
     outside_rows.iloc[valid_rows] = _perturbed(dataset.X.iloc[valid_rows])
-    culprit = differing_step(context.with_data(X=outside_rows))
-    if culprit:
-        warnings.append(f"{culprit} is fitted on training rows outside the CV fold (fit before the split)")
-    return Inspection(tuple(leaks), tuple(warnings), _ignored_columns(reference, probe, expected))
+    where = differing_step(context.with_data(X=outside_rows))
+    if where:
+        findings.append(finding(FIT_OUTSIDE_FOLD, where,
+                                "is fitted on training rows outside the CV fold (fit before the split)"))
+    return Inspection((*leaks, *findings, *_ignored_columns(reference, probe, expected)))
 
 
-def _ignored_columns(preprocessing: Pipeline, probe: pd.DataFrame, expected: pd.DataFrame) -> tuple[str, ...]:
+def _ignored_columns(preprocessing: Pipeline, probe: pd.DataFrame, expected: pd.DataFrame) -> tuple[Finding, ...]:
     """Columns whose values can change without changing what the model receives.
 
     One transform of stacked copies of the probe, copy i with column i perturbed: transforms act row
@@ -102,12 +124,13 @@ def _ignored_columns(preprocessing: Pipeline, probe: pd.DataFrame, expected: pd.
     except (ValueError, TypeError):  # perturbed values upset a step: fall back to no finding rather than a guess
         return ()
     return tuple(
-        str(name) for index, name in enumerate(rows.columns)
+        Finding(IGNORED_COLUMN, column=str(name), message=f"ignores column {str(name)!r}")
+        for index, name in enumerate(rows.columns)
         if _same(output.iloc[index * len(rows):(index + 1) * len(rows)], baseline)
     )
 
 
-def _target_copies(dataset: Dataset) -> list[str]:
+def _target_copies(dataset: Dataset) -> list[Finding]:
     if dataset.task_type == "multiclass":
         return []
     target = pd.Series(dataset.y, index=dataset.X.index, dtype=float)
@@ -116,8 +139,9 @@ def _target_copies(dataset: Dataset) -> list[str]:
         # Rank correlation: any monotone transform of the target (log, scaling) carries all of it.
         correlation = dataset.X[name].corr(target, method="spearman")
         if abs(correlation) >= _TARGET_COPY_CORRELATION:
-            copies.append(f"column {name!r} is a near-copy of the target (rank correlation {correlation:+.3f}): "
-                          "check that it is known when predicting")
+            copies.append(Finding(TARGET_COPY, column=str(name), message=(
+                f"column {name!r} is a near-copy of the target (rank correlation {correlation:+.3f}): "
+                "check that it is known when predicting")))
     return copies
 
 

@@ -6,7 +6,17 @@ import math
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from agent.verify.findings import Evidence, Verdict
+from agent.engine.sandbox import last_line
+from agent.verify.findings import (
+    IGNORED_COLUMN,
+    IGNORED_FILE,
+    LEAKAGE,
+    NON_FINITE,
+    NOT_BETTER,
+    Evidence,
+    Finding,
+    Verdict,
+)
 from retrieval.metrics import MetricInfo
 
 
@@ -33,33 +43,42 @@ class DeterministicVerifier:
     margin: float = 0.0
 
     def verify(self, evidence: Evidence, baseline_score: float, metric: MetricInfo) -> Verdict:
+        findings = evidence.findings
         notes = usage_notes(evidence)
         if evidence.status != "ok":
-            return Verdict(False, f"failed ({evidence.status}): {last_line(evidence.error)}", -math.inf, notes)
+            return Verdict(False, f"failed ({evidence.status}): {last_line(evidence.error)}", -math.inf, notes,
+                           evidence.status, findings)
         if not math.isfinite(evidence.metric_value):
-            return Verdict(False, f"non-finite CV score ({evidence.metric_value})", -math.inf, notes)
+            return Verdict(False, f"non-finite CV score ({evidence.metric_value})", -math.inf, notes, NON_FINITE,
+                           findings)
         score = oriented(evidence.metric_value, metric)
-        if evidence.inspection.leaks:
-            return Verdict(False, "leakage: " + "; ".join(evidence.inspection.leaks), score, notes)
+        leaks = [finding for finding in findings if finding.leak]
+        if leaks:
+            return Verdict(False, "leakage: " + "; ".join(finding.message for finding in leaks), score, notes,
+                           LEAKAGE, findings)
         threshold = natural(baseline_score + self.margin, metric)
         if score <= baseline_score + self.margin:
             relation = "<=" if metric.greater_is_better else ">="
             return Verdict(False, f"does not beat the trivial baseline ({evidence.metric_value:.4f} {relation} "
-                                  f"{threshold:.4f})", score, notes)
+                                  f"{threshold:.4f})", score, notes, NOT_BETTER, findings)
         relation = ">" if metric.greater_is_better else "<"
         return Verdict(True, f"beats the trivial baseline ({evidence.metric_value:.4f} {relation} {threshold:.4f})",
-                       score, notes)
+                       score, notes, None, findings)
 
 
 def usage_notes(evidence: Evidence) -> tuple[str, ...]:
-    notes = list(evidence.inspection.warnings)
-    if evidence.inspection.ignored_columns:
-        notes.append("ignores columns: " + ", ".join(evidence.inspection.ignored_columns))
-    if evidence.ignored_files:
-        notes.append("ignores files: " + ", ".join(evidence.ignored_files))
+    """The verdict's notes: the warnings, then the columns and the files the solution ignores."""
+    findings = evidence.findings
+    notes = [finding.message for finding in findings if finding.warning]
+    columns = _named(findings, IGNORED_COLUMN)
+    if columns:
+        notes.append("ignores columns: " + ", ".join(columns))
+    files = _named(findings, IGNORED_FILE)
+    if files:
+        notes.append("ignores files: " + ", ".join(files))
     return tuple(notes)
 
 
-def last_line(error: str) -> str:
-    lines = [line for line in error.strip().splitlines() if line.strip()]
-    return lines[-1].strip() if lines else "unknown error"
+def _named(findings: tuple[Finding, ...], kind: str) -> list[str]:
+    return [str(finding.column if kind == IGNORED_COLUMN else finding.file) for finding in findings
+            if finding.kind == kind]
