@@ -15,10 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ingest.extract import TrickDraft, detect_rank, split
+from ingest.extract import TrickDraft, detect_rank, split, technique_score
 from ingest.loaders import DEFAULT_MAX_BYTES, LoadError, SourceDocument, discover, file_sha256, load_file
 from kb.competitions import detect as detect_competition
-from kb.labeller import HierarchicalLabeller, LabelScore, StageClassifier
+from kb.competitions import from_text as competition_in_text
+from kb.competitions import known_competitions
+from kb.labeller import HierarchicalLabeller, StageClassifier
 from kb.records import STAGES, Trick
 from kb.store import DocumentRecord, KnowledgeBase
 from kb.taxonomy import UnknownLabelError
@@ -138,11 +140,8 @@ class Ingestor:
 
     def _write(self, batch: list[_Pending], outcomes: list[FileOutcome]) -> int:
         texts = [d.text for item in batch for drafts in item.drafts for d in drafts]
-        # A document with no tricks still needs a vector for its own labels.
-        heads = [
-            f"{doc.title}. {doc.text[:1000]}"
-            for item in batch for doc, drafts in zip(item.documents, item.drafts) if not drafts
-        ]
+        # Every document also embeds its head (title, competition or task, headings) for its own labels.
+        heads = [_document_head(doc) for item in batch for doc in item.documents]
         vectors = self.kb.embedder.embed(texts + heads)
         head_vectors = iter(vectors[len(texts):])
         cursor = 0
@@ -154,9 +153,9 @@ class Ingestor:
                 for document, drafts in zip(item.documents, item.drafts):
                     own = vectors[cursor : cursor + len(drafts)]
                     cursor += len(drafts)
-                    doc_vector = _mean(own) if len(drafts) else next(head_vectors)
-                    labels = self.labeller.label(_document_text(document), doc_vector)
-                    doc_labels += [label.label for label in labels]
+                    head_vector = next(head_vectors)
+                    labels = self._document_labels(document, drafts, own, head_vector)
+                    doc_labels += labels
                     for trick, vector, scores in self._tricks(item.source, document, drafts, own, labels):
                         made.setdefault(trick.id, (trick, vector, scores))
                 tricks = [t for t, _, _ in made.values()]
@@ -179,28 +178,38 @@ class Ingestor:
             )
         return len(texts) + len(heads)
 
+    def _document_labels(self, document: SourceDocument, drafts: list[TrickDraft], vectors: np.ndarray,
+                         head_vector: np.ndarray) -> list[str]:
+        """The document's labels, from its head and its strongest technique sentences (cards: none)."""
+        if document.cards:
+            return []
+        strongest = sorted(range(len(drafts)), key=lambda i: -technique_score(drafts[i].text))
+        chosen = vectors[strongest[: self.labeller.settings.body_sentences]] if strongest else None
+        text = "\n".join([_document_head(document), document.text, *(body for _, body in document.sections)])
+        return [label.label for label in self.labeller.label_document(text, head_vector, chosen)]
+
     def _tricks(self, source: str, document: SourceDocument, drafts: list[TrickDraft], vectors: np.ndarray,
-                doc_labels: list[LabelScore]):
+                doc_labels: list[str]):
         file_name = Path(source.split("#", 1)[0]).name
         full_text = _document_text(document)
         competition = detect_competition(full_text, file_name) if document.kind == "solution" else None
         rank = detect_rank(document.text, file_name) if document.kind == "solution" else None
-        prior = self.labeller.scores(doc_labels)
         for index, (draft, vector) in enumerate(zip(drafts, vectors)):
             if draft.role == "card":
                 card = document.cards[index]
-                yield self._card(source, document, card, vector), vector, _card_scores(card)
+                trick = self._card(source, document, card, vector)
+                yield trick, vector, self.labeller.evidence(trick.text, vector, trick.labels)
                 continue
-            labels = self.labeller.label(draft.text, vector, prior=prior)
+            labels = self.labeller.label_trick(draft.text, vector, doc_labels)
             stage = "other" if draft.role == "summary" else self.stages.classify(draft.text, vector)
             yield (
                 Trick(
                     id=_trick_id(document.source, draft.text), text=draft.text, stage=stage,
-                    labels=tuple(l.label for l in labels), kind=document.kind, source=document.source,
+                    labels=tuple(labels), kind=document.kind, source=document.source,
                     title=document.title, competition=competition, rank=rank,
                 ),
                 vector,
-                [l.score for l in labels],
+                self.labeller.evidence(draft.text, vector, labels),
             )
 
     def _card(self, source: str, document: SourceDocument, card, vector: np.ndarray) -> Trick:
@@ -225,11 +234,6 @@ class Ingestor:
         )
 
 
-def _card_scores(card) -> list[float]:
-    labels = card.get("labels") or []
-    return [1.0 - 0.1 * i for i in range(len(labels) if isinstance(labels, list) else 1)]
-
-
 def _trick_id(source: str, text: str) -> str:
     stem = re.sub(r"[^a-z0-9]+", "-", Path(source.split("#", 1)[0]).stem.lower()).strip("-")[:40]
     digest = hashlib.sha1("\0".join((source, text)).encode("utf-8")).hexdigest()[:12]
@@ -240,9 +244,26 @@ def _document_text(document: SourceDocument) -> str:
     return "\n".join([document.title, document.text, *(text for _, text in document.sections)])
 
 
-def _mean(vectors: np.ndarray) -> np.ndarray:
-    mean = vectors.mean(axis=0)
-    return mean / (np.linalg.norm(mean) or 1.0)
+def _own_title(document: SourceDocument) -> str:
+    """The document's title unless the loader made it from the file name (labels never read the path)."""
+    stem = Path(document.source.split("#", 1)[0]).stem
+    return "" if document.title == re.sub(r"[-_]+", " ", stem).strip().capitalize() else document.title
+
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+def _document_head(document: SourceDocument) -> str:
+    """What a document is about, for its labels: title, the competition (named in the text, never taken from
+    the file name) or a paper's task, and the headings of a write-up."""
+    parts = [_own_title(document)]
+    if document.kind == "paper":
+        parts += [text for name, text in document.sections if name == "task"][:1]
+    elif not document.cards:
+        slug = competition_in_text(_document_text(document))
+        parts += [c.title for c in known_competitions() if c.slug == slug]
+        parts += [h.strip("*_` ") for h in _HEADING.findall(document.text)][:12]
+    return ". ".join(p.strip() for p in parts if p and p.strip())[:2000]
 
 
 def ingest(paths: Sequence[str], kb: KnowledgeBase, *, max_bytes: int = DEFAULT_MAX_BYTES,

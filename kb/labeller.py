@@ -39,6 +39,18 @@ class LabellerSettings:
     modalities: tuple[str, ...] = ("Natural Language Processing", "Computer Vision", "Sequential Modeling",
                                    "Signal Processing", "Cross-Modal Processing", "Graph Learning")
     max_labels: int = 3
+    # Documents: the share of description similarity taken from the head (title, competition or task,
+    # headings); the rest comes from the mean of the document's strongest technique sentences.
+    head_weight: float = 0.3
+    body_sentences: int = 15
+    # A whole write-up names its modality many times: a modality with this many distinct cues goes before
+    # General ML when it comes this close.
+    document_specific_ratio: float = 0.65
+    document_specific_min_cues: int = 2
+    # A trick adds a top-level of its own (beyond its document's) only when that top-level is the trick's
+    # own best, with at least this many distinct cues and at least this score.
+    own_label_min_cues: int = 2
+    own_label_min_score: float = 0.45
 
 
 def _cue_pattern(cues: Sequence[str]) -> re.Pattern | None:
@@ -121,12 +133,20 @@ class HierarchicalLabeller:
         for top in self.taxonomy.top_levels:
             own, n_cues = self._score(top, lowered, vector)
             tops.append((blend(top.name, own), n_cues, top))
-        tops.sort(key=lambda item: -item[0])
+        return self._choose(tops, lambda sub: blend(sub.name, self._score(sub, lowered, vector)[0]),
+                            lambda name: prior.get(name, 0) > 0)
+
+    def _choose(self, tops: list[tuple[float, int, Label]], sub_score, primed=lambda name: False,
+                specific_ratio: float | None = None, specific_min_cues: int | None = None) -> list[LabelScore]:
+        """Top-levels ranked (a close modality before General ML), then the best subcategory of each."""
+        tops = sorted(tops, key=lambda item: -item[0])
         best = tops[0][0]
+        ratio = self.settings.specific_ratio if specific_ratio is None else specific_ratio
+        min_cues = self.settings.second_top_min_cues if specific_min_cues is None else specific_min_cues
         if tops[0][2].name == self.settings.generic_top:
             specific = next(
-                (item for item in tops[1:] if item[0] >= self.settings.specific_ratio * best
-                 and item[1] >= self.settings.second_top_min_cues and item[2].name in self.settings.modalities),
+                (item for item in tops[1:] if item[0] >= ratio * best
+                 and item[1] >= min_cues and item[2].name in self.settings.modalities),
                 None,
             )
             if specific is not None:
@@ -136,20 +156,77 @@ class HierarchicalLabeller:
             item
             for item in tops[1:]
             if item[0] >= self.settings.second_top_ratio * best
-            and (item[1] >= self.settings.second_top_min_cues or prior.get(item[2].name, 0) > 0)
+            and (item[1] >= self.settings.second_top_min_cues or primed(item[2].name))
         ]
         results: list[LabelScore] = []
         for top_score, _, top in chosen[: self.settings.max_labels]:
-            subs = [
-                (blend(sub.name, self._score(sub, lowered, vector)[0]), sub)
-                for sub in self.taxonomy.children(top.name)
-            ]
+            subs = [(sub_score(sub), sub) for sub in self.taxonomy.children(top.name)]
             if not subs:
-                results.append(LabelScore(top.name, top_score))
+                results.append(LabelScore(top.name, round(top_score, 4)))
                 continue
-            sub_score, sub = max(subs, key=lambda item: item[0])
-            results.append(LabelScore(sub.name, round((top_score + sub_score) / 2, 4)))
+            best_sub, sub = max(subs, key=lambda item: item[0])
+            results.append(LabelScore(sub.name, round((top_score + best_sub) / 2, 4)))
         return results[: self.settings.max_labels]
+
+    def label_document(self, text: str, head_vector: np.ndarray, sentence_vectors: np.ndarray | None = None) -> list[LabelScore]:
+        """Labels of a whole document, as AutoMind labels a task: from its context, not sentence by sentence.
+
+        `text` is what the cues are read from (title, competition or task, headings and body);
+        `head_vector` embeds the head (title, competition or task description, headings) and
+        `sentence_vectors` the document's strongest technique sentences. Description similarity is
+        `head_weight` × head + the rest × the sentences' mean, so generic sentences ("5-fold CV")
+        cannot outvote what the document is about.
+        """
+        lowered = text.lower()
+        vector = np.asarray(head_vector, dtype=float)
+        if sentence_vectors is not None and len(sentence_vectors):
+            body = np.asarray(sentence_vectors, dtype=float)[: self.settings.body_sentences].mean(axis=0)
+            body = body / (np.linalg.norm(body) or 1.0)
+            weight = self.settings.head_weight
+            vector = weight * vector + (1 - weight) * body  # dot products are linear: the weighted similarity
+        tops = [(*self._score(top, lowered, vector), top) for top in self.taxonomy.top_levels]
+        return self._choose(tops, lambda sub: self._score(sub, lowered, vector)[0],
+                            specific_ratio=self.settings.document_specific_ratio,
+                            specific_min_cues=self.settings.document_specific_min_cues)
+
+    def label_trick(self, text: str, vector: np.ndarray, document_labels: Sequence[str]) -> list[str]:
+        """A trick's labels: its document's, plus a top-level of its own only on clear evidence.
+
+        E.g. "tokenise the text column with TF-IDF" in a tabular write-up also gets an NLP label.
+        """
+        labels = list(document_labels)
+        if not labels:
+            return [item.label for item in self.label(text, vector)]
+        own = self.label(text, vector)
+        if own:
+            first = own[0]
+            top = self.taxonomy.get(first.label).top
+            _, n_cues = _lexical(self._patterns[top], text.lower())
+            known_tops = {label.split(SEPARATOR, 1)[0] for label in labels}
+            if (top not in known_tops and top != self.settings.generic_top and first.score >= self.settings.own_label_min_score
+                    and n_cues >= self.settings.own_label_min_cues):
+                labels.append(first.label)
+        return labels
+
+    def evidence(self, text: str, vector: np.ndarray | None, labels: Sequence[str]) -> list[float]:
+        """How strongly a text itself supports each of `labels`: one rule for every source.
+
+        A "Top / Sub" label scores the mean of its top-level's and its subcategory's evidence
+        (description similarity plus weighted cue evidence), as `label` does; the document or card the
+        text came from plays no part, so the same text always gets the same score for the same label.
+        """
+        lowered = text.lower()
+        if vector is None:
+            vector = self.embedder.embed([text])[0]
+        scores = []
+        for name in labels:
+            label = self.taxonomy.get(name)
+            top_score = self._score(self.taxonomy.get(label.top), lowered, vector)[0]
+            if label.sub is None:
+                scores.append(round(top_score, 4))
+            else:
+                scores.append(round((top_score + self._score(label, lowered, vector)[0]) / 2, 4))
+        return scores
 
     def scores(self, labels: Sequence[LabelScore]) -> dict[str, float]:
         """Label scores as a prior for `label`: each "Top / Sub" also credits its top-level."""
