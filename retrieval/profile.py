@@ -3,17 +3,19 @@
 A task folder holds `train.csv`, `test.csv`, usually `description.md` and `sample_submission.csv`, and
 maybe other files. Nothing machine-readable says which column is the target or which metric counts,
 so `profile_task` infers them and records the evidence for each inference in `TaskProfile.inferred`.
+For a binary task it also infers the positive class (whose probability a probability submission holds).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from retrieval.metrics import CLASSIFICATION, DEFAULT_METRIC, MetricInfo, UnknownMetricError, metric_info, parse_metric
@@ -34,6 +36,24 @@ _FORECAST_WORDS = re.compile(r"\b(forecast\w*|time[- ]series|future (values|sale
 _TEXT_MIN_WORDS = 3.0
 _TEXT_MIN_UNIQUE_SHARE = 0.5
 _KIND_SAMPLE_ROWS = 500
+# Labels that mean "the event happened" when nothing says which class is positive.
+_CONVENTIONAL_POSITIVE = {"1", "1.0", "yes", "true", "y", "positive"}
+# How a description names the positive class; "{label}" is one label, maybe quoted. In priority order.
+_QUOTE = r"[`'\"]?"
+_ARTICLE = r"(?:an?\s+|the\s+)?"
+_POSITIVE_PHRASES = (
+    # "probability that `Status` is `bad`", "probability that X = Y", "probability of X being Y"
+    r"probabilit(?:y|ies)\s+(?:that|whether)\s+[^.\n]{0,80}?(?:\s(?:is|equals|will\s+be)\s+" + _ARTICLE
+    + r"|\s*==?\s*)" + "{label}",
+    r"probabilit(?:y|ies)\s+(?:of|for)\s+[^.\n]{0,80}?(?:\sbeing\s+" + _ARTICLE + r"|\s*==?\s*)" + "{label}",
+    # "probability of class 1", "probability for the label `bad`"
+    r"probabilit(?:y|ies)\s+(?:of|for)\s+(?:the\s+)?(?:class|label)\s+" + "{label}",
+    # "the positive class is `bad`", "positive label: 1", "`bad` is the positive class"
+    r"positive\s+(?:class|label|outcome)\s*(?:is|:|=|\(|,)?\s*(?:the\s+)?" + "{label}",
+    "{label}" + r"\s+(?:is|as)\s+the\s+positive\s+(?:class|label|outcome)",
+)
+# "probability of `bad`": weaker than a sample-submission column named after a class, so tried after it.
+_PROBABILITY_OF = r"probabilit(?:y|ies)\s+(?:of|for)\s+(?:an?\s+|the\s+|being\s+)?" + "{label}"
 
 
 class TaskSetupError(Exception):
@@ -68,6 +88,8 @@ class TaskProfile:
     submission_columns: tuple[str, ...] = ()  # columns of sample_submission.csv, () when absent
     labels: tuple[str, ...] = ()  # hierarchical task labels, filled by retrieval.analysis
     competition: str | None = None
+    # Binary tasks: the label (as in train.csv) whose probability a submission holds; encoded as class 1. Else None.
+    positive_class: Any = None
 
     @property
     def metric_info(self) -> MetricInfo:
@@ -93,8 +115,9 @@ def profile_task(
     id_column: str | None = None,
     metric: str | None = None,
     competition: str | None = None,
+    positive_class: str | None = None,
 ) -> TaskProfile:
-    """Profile a competition folder; explicit `target`, `id_column` and `metric` override inference."""
+    """Profile a competition folder; explicit `target`, `id_column`, `metric` and `positive_class` override inference."""
     task_dir = Path(task_dir)
     if not task_dir.is_dir():
         raise TaskSetupError(f"{task_dir}: no such task folder; pass a folder holding {TRAIN_FILE} and {TEST_FILE}")
@@ -121,6 +144,15 @@ def profile_task(
             f"{named_metric.name} is for {'/'.join(sorted(named_metric.task_types))}; pass --metric or --target"
         )
 
+    positive = None
+    if task_type == "binary":
+        positive, inferred["positive_class"] = infer_positive_class(
+            train[target], description, tuple(sample.columns) if sample is not None else (), id_column=id_column,
+            given=positive_class, target=target)
+    elif positive_class is not None:
+        raise TaskSetupError(f"positive class {positive_class!r} given, but target {target!r} is {task_type}, "
+                             "not binary; omit --positive-class")
+
     features = train.drop(columns=[target])
     columns = tuple(describe_columns(features, id_column=id_column))
     files = tuple(sorted(str(path.relative_to(task_dir)) for path in task_dir.rglob("*") if path.is_file()))
@@ -142,6 +174,7 @@ def profile_task(
         inferred=inferred,
         submission_columns=tuple(sample.columns) if sample is not None else (),
         competition=competition,
+        positive_class=positive,
     )
 
 
@@ -195,6 +228,90 @@ def infer_task_type(target: pd.Series, metric: MetricInfo | None, inferred: dict
     if inferred is not None:
         inferred["task_type"] = evidence
     return task_type
+
+
+def infer_positive_class(
+    values: pd.Series,
+    description: str = "",
+    submission_columns: Iterable[str] = (),
+    *,
+    id_column: str | None = None,
+    given: Any = None,
+    target: str | None = None,
+) -> tuple[Any, str]:
+    """The positive class of a binary target and the evidence for it.
+
+    In order: `given`; the description ("probability that X is Y", "probability that X = Y", "probability of
+    class Y", "the positive class is Y"); a sample-submission column named after one class; "probability of Y";
+    the conventional label (1, yes, true, y, positive); the minority class. The label comes back as in
+    `values` (a Python scalar), so it matches the training labels.
+    """
+    labels = [_python_scalar(label) for label in np.unique(np.asarray(values.dropna()))]
+    if given is not None:
+        return _given_label(labels, given, values.name if target is None else target), "given"
+    for template in _POSITIVE_PHRASES:
+        found = _named_label(labels, template, description)
+        if found is not None:
+            return found[0], f"{DESCRIPTION_FILE} says {found[1]!r}"
+    columns = {str(column) for column in submission_columns if column != id_column}
+    in_sample = [label for label in labels if _spellings(label) & columns]
+    if len(in_sample) == 1:
+        label = in_sample[0]
+        return label, f"{SAMPLE_SUBMISSION_FILE} has a column named after class {str(label)!r}"
+    found = _named_label(labels, _PROBABILITY_OF, description)
+    if found is not None:
+        return found[0], f"{DESCRIPTION_FILE} says {found[1]!r}"
+    conventional = [label for label in labels if _spellings(label, lower=True) & _CONVENTIONAL_POSITIVE]
+    if len(conventional) == 1:
+        label = conventional[0]
+        return label, f"nothing names the positive class; {str(label)!r} is the conventional positive label"
+    counts = values.value_counts()
+    counts.index = [_python_scalar(label) for label in counts.index]
+    shares = {label: int(counts[label]) for label in labels}
+    if len(set(shares.values())) == 1:
+        label = labels[-1]
+        return label, f"nothing names the positive class and the classes are equal in size; {str(label)!r} sorts last"
+    label = min(labels, key=lambda value: shares[value])
+    return label, (f"nothing names the positive class and no label is conventionally positive; {str(label)!r} is "
+                   f"the minority class ({shares[label] / sum(shares.values()):.0%} of rows)")
+
+
+def _python_scalar(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _spellings(label: Any, *, lower: bool = False) -> set[str]:
+    """How a label may be written: str(label), and 1 for a label 1.0."""
+    spellings = {str(label)}
+    if isinstance(label, float) and label.is_integer():
+        spellings.add(str(int(label)))
+    return {spelling.lower() for spelling in spellings} if lower else spellings
+
+
+def _given_label(labels: list[Any], given: Any, target: Any) -> Any:
+    exact = [label for label in labels if str(given) in _spellings(label)]
+    if len(exact) == 1:
+        return exact[0]
+    folded = [label for label in labels if str(given).lower() in _spellings(label, lower=True)]
+    if len(folded) == 1:
+        return folded[0]
+    raise TaskSetupError(f"positive class {given!r} is not a label of target {target!r}; "
+                         f"the labels are {', '.join(str(label) for label in labels)}")
+
+
+def _named_label(labels: list[Any], template: str, description: str) -> tuple[Any, str] | None:
+    """The one label `template` finds in the description, with the phrase that names it; None if none or both."""
+    found: dict[int, str] = {}
+    for index, label in enumerate(labels):
+        spelled = "|".join(re.escape(spelling) for spelling in sorted(_spellings(label), key=len, reverse=True))
+        pattern = template.replace("{label}", rf"(?<![\w.-]){_QUOTE}(?:{spelled}){_QUOTE}(?![\w-]|\.\d)")
+        match = re.search(pattern, description, re.IGNORECASE)
+        if match is not None:
+            found[index] = " ".join(match.group(0).split())
+    if len(found) != 1:
+        return None
+    (index, phrase), = found.items()
+    return labels[index], phrase
 
 
 def class_balance(target: pd.Series) -> float:

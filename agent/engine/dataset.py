@@ -19,7 +19,9 @@ from retrieval.profile import (
     TRAIN_FILE,
     ColumnInfo,
     TaskProfile,
+    TaskSetupError,
     describe_columns,
+    infer_positive_class,
     infer_task_type,
 )
 
@@ -34,12 +36,13 @@ class DatasetError(ValueError):
 class Dataset:
     name: str
     X: pd.DataFrame
-    y: np.ndarray  # 0..k-1 class codes for classification, floats for regression
+    y: np.ndarray  # 0..k-1 class codes for classification (a binary task's positive class is 1), floats for regression
     task_type: str
     metric: str
     columns: tuple[ColumnInfo, ...]
     target: str
     classes: np.ndarray | None = None  # the label of each class code
+    positive_class: Any = None  # binary tasks: the label coded 1, whose probability a submission holds
     X_test: pd.DataFrame | None = None
     test_ids: pd.Series | None = None
     id_column: str | None = None
@@ -75,19 +78,32 @@ class Dataset:
         test: pd.DataFrame | None = None,
         id_column: str | None = None,
         name: str = "frame",
+        positive_class: Any = None,
     ) -> Dataset:
-        """A dataset from one table: `target` is predicted from every other column."""
+        """A dataset from one table: `target` is predicted from every other column.
+
+        A binary target's positive class is `positive_class`, else the conventional label (1, yes, true, ...),
+        else the minority class, as task set-up chooses it."""
         if target not in df.columns:
             raise DatasetError(f"the frame has no column {target!r}; pass target= one of {list(df.columns)[:10]}")
         named_metric = metric_info(metric) if metric is not None else None
         task_type = infer_task_type(df[target], named_metric)
         if task_type not in (*CLASSIFICATION, "regression"):
             raise DatasetError(f"column {target!r} cannot be learned (task type {task_type}); check target=")
+        positive = None
+        if task_type == "binary":
+            try:
+                positive = infer_positive_class(df[target], given=positive_class, target=target)[0]
+            except TaskSetupError as error:
+                raise DatasetError(str(error)) from error
+        elif positive_class is not None:
+            raise DatasetError(f"positive_class={positive_class!r} needs a binary target; {target!r} is {task_type}")
         X = runtime.normalise_frame(df.drop(columns=[target]))
-        y, classes = runtime.encode_target(df[target], task_type in CLASSIFICATION)
+        y, classes = runtime.encode_target(df[target], task_type in CLASSIFICATION, positive)
         return cls(
             name=name, X=X, y=y, task_type=task_type, metric=(named_metric.name if named_metric else DEFAULT_METRIC[task_type]),
             columns=tuple(describe_columns(X, id_column=id_column)), target=target, classes=classes,
+            positive_class=positive,
             X_test=None if test is None else runtime.normalise_frame(test[X.columns]), id_column=id_column,
             test_ids=None if test is None or id_column is None else test[id_column],
         )
@@ -99,12 +115,14 @@ class Dataset:
             raise DatasetError(f"{profile.task_dir / TRAIN_FILE}: target {profile.target!r} gives task type "
                                f"{profile.task_type}; pass --target naming a class or numeric column")
         X, y_raw, X_test, test_ids, sample = runtime.load_task(profile.task_dir, profile.target, profile.id_column)
-        y, classes = runtime.encode_target(y_raw, profile.task_type in CLASSIFICATION)
+        positive = profile.positive_class if profile.task_type == "binary" else None
+        y, classes = runtime.encode_target(y_raw, profile.task_type in CLASSIFICATION, positive)
         present = set(X.columns)
         return cls(
             name=profile.name, X=X, y=y, task_type=profile.task_type, metric=profile.metric,
             columns=tuple(column for column in profile.columns if column.name in present), target=profile.target,
-            classes=classes, X_test=X_test, test_ids=test_ids, id_column=profile.id_column, sample_submission=sample,
+            classes=classes, positive_class=positive, X_test=X_test, test_ids=test_ids, id_column=profile.id_column,
+            sample_submission=sample,
             task_dir=profile.task_dir,
             ignored_files=tuple(name for name in profile.files if name not in _FILES_EVERY_SOLUTION_READS),
         )

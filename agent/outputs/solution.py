@@ -33,7 +33,7 @@ def main(argv):
     task_dir = Path(argv[1]) if len(argv) > 1 else Path(TASK["task_dir"])
     out_path = Path(argv[2]) if len(argv) > 2 else Path("submission.csv")
     X, y_raw, X_test, test_ids, sample = load_task(task_dir, TASK["target"], TASK["id_column"])
-    y, classes = encode_target(y_raw, TASK["classification"])
+    y, classes = encode_target(y_raw, TASK["classification"], TASK["positive_class"])
     scores = cross_validate(build_model(), X, y, metric=TASK["metric"], needs_proba=TASK["needs_proba"],
                             classification=TASK["classification"], n_splits=TASK["n_splits"], seed=TASK["seed"])
     print(f"cv_{{TASK['metric']}}={{np.mean(scores):.10f}} folds={{[round(score, 6) for score in scores]}}")
@@ -72,6 +72,7 @@ def render_solution(
         "metric": dataset.metric,
         "needs_proba": dataset.metric_info.needs_proba,
         "classification": dataset.classification,
+        "positive_class": dataset.positive_class,  # binary tasks: the label coded 1, whose probability is submitted
         "n_splits": spec.validation.n_splits,
         "seed": spec.validation.seed,
     }

@@ -1,7 +1,8 @@
 """Metrics, and the prediction each one scores.
 
 Every metric function takes the true labels or values and the prediction the metric needs: class probabilities
-(n_rows x n_classes) when it needs probabilities, else labels or values.
+(n_rows x n_classes) when it needs probabilities, else labels or values. Labels are class codes; in a binary task
+code 1 is the positive class (taskio.encode_target), so ROC AUC scores column 1 and F1 scores class 1.
 """
 
 import numpy as np

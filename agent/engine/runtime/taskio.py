@@ -20,11 +20,18 @@ def read_table(path):
     return normalise_frame(pd.read_csv(path))
 
 
-def encode_target(values, classification):
-    """Classes as 0..k-1 (sorted labels, so the positive class of a binary task is the larger one)."""
+def encode_target(values, classification, positive=None):
+    """Classes as 0..k-1 in sorted order; for a binary task with a `positive` label, that class is code 1 (last)."""
     if not classification:
         return np.asarray(values, dtype=float), None
     classes, codes = np.unique(np.asarray(values), return_inverse=True)
+    if positive is None or len(classes) != 2:
+        return codes, classes
+    matches = [index for index, label in enumerate(classes) if label == positive or str(label) == str(positive)]
+    if len(matches) != 1:
+        raise ValueError(f"positive class {positive!r} is not one of the labels {[str(label) for label in classes]}")
+    if matches[0] == 0:
+        classes, codes = classes[::-1].copy(), 1 - codes
     return codes, classes
 
 
@@ -45,9 +52,12 @@ def submission_frame(prediction, *, test_ids, id_column, target, classes, needs_
     single_output = sample is not None and len(sample.columns) == (2 if id_column is not None else 1)
     target = sample.columns[-1] if single_output else target
     if classes is not None and needs_proba:
+        # Columns named after classes get their class's probability, in the sample's order; a single binary
+        # column gets the positive class's (code 1, last); else the most probable label.
         proba = np.asarray(prediction)
         by_class = {str(label): proba[:, index] for index, label in enumerate(classes)}
-        class_columns = sample is not None and set(sample.columns[1:]) <= set(by_class) and len(sample.columns) > 2
+        outputs = [] if sample is None else [str(name) for name in sample.columns if name != id_column]
+        class_columns = bool(outputs) and set(outputs) <= set(by_class)
         values = by_class if class_columns else {target: proba[:, -1] if proba.shape[1] == 2 else classes[proba.argmax(1)]}
     elif classes is not None:
         values = {target: classes[np.asarray(prediction, dtype=int)]}
