@@ -85,11 +85,16 @@ class EngineeringRun:
     model: Any  # the best pipeline refit on all training rows, or None
     metric: str
     baseline_score: float
-    n_iterations: int  # reflection rounds run
+    rounds: int = 0  # reflection rounds run (the tree search: its steps after the drafts)
     best_spec: SolutionSpec | None = None
     test_prediction: Any = None  # the refit model's test-set prediction, when the dataset has a test set
     refit_error: str = ""
     stop_reason: str = ""
+
+    @property
+    def n_iterations(self) -> int:
+        """Every attempt: the seed population, reflection rounds, drafts, improvements and blends."""
+        return len(self.attempts)
 
     @property
     def valid_attempts(self) -> int:
@@ -115,6 +120,25 @@ def json_number(value: float) -> float | None:
 
 
 
+# Where a trick came from (AppliedTrick.source_kind): a hand-written trick card (the bundled data/knowledge/*.jsonl
+# or any other card file), a competition write-up, or a paper.
+CARD, WRITE_UP, PAPER = "card", "write-up", "paper"
+SOURCE_KINDS = (CARD, WRITE_UP, PAPER)
+CARD_SUFFIXES = (".json", ".jsonl")  # the files trick cards are written in (ingest.loaders reads them as cards)
+
+
+def trick_source_kind(kind: str, source: str) -> str:
+    """CARD, WRITE_UP or PAPER for a knowledge-base trick's `kind` and `source` (kb.records.Trick).
+
+    Ingest gives a paper's tricks kind "paper" (a paper summary, a full-paper JSON or a PDF). Trick cards and
+    write-ups both have kind "solution"; a card comes from a JSON or JSONL file of cards, a write-up from a
+    text, markdown, Kaggle .case or html file. A source may end in "#key" (one record of a file)."""
+    if kind == "paper":
+        return PAPER
+    path = source.split("#", 1)[0].strip().lower()
+    return CARD if path.endswith(CARD_SUFFIXES) else WRITE_UP
+
+
 @dataclass(frozen=True)
 class AppliedTrick:
     """The knowledge behind a change: which trick, from where, and the executable op it became."""
@@ -126,18 +150,43 @@ class AppliedTrick:
     op: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
     related: tuple[str, ...] = ()  # further tricks composed with this one in the same step (a draft)
+    source_kind: str = ""  # CARD, WRITE_UP or PAPER (trick_source_kind); "" when not known
+    related_kinds: tuple[str, ...] = ()  # the source kind of each trick in `related`, in the same order
+
+    @classmethod
+    def of(cls, trick: Any, *, title: str = "", op: str = "", params: Mapping[str, Any] | None = None,
+           related: tuple[Any, ...] | list[Any] = ()) -> AppliedTrick:
+        """The trick as applied: a kb.records.Trick (`related`: more Tricks, or AppliedTricks, composed with it)."""
+        return cls(trick.id, title or trick.title or trick.text[:80], trick.source, trick.competition, op,
+                   dict(params or {}), tuple(item.id for item in related),
+                   trick_source_kind(trick.kind, trick.source),
+                   tuple(item.source_kind if isinstance(item, AppliedTrick) else
+                         trick_source_kind(item.kind, item.source) for item in related))
 
     @property
     def ids(self) -> tuple[str, ...]:
         return (self.id, *self.related)
 
+    @property
+    def sources(self) -> tuple[tuple[str, str], ...]:
+        """(trick id, source kind) for this trick and each related one ("" where the kind is not known)."""
+        kinds = (self.source_kind, *self.related_kinds)
+        return tuple((trick_id, kinds[index] if index < len(kinds) else "") for index, trick_id in enumerate(self.ids))
+
     def describe(self) -> str:
         origin = f"competition {self.competition}" if self.competition else (self.source or "the knowledge base")
-        return f"trick {self.id} '{self.title or self.op}' ({origin})"
+        kind = f"{self.source_kind}, " if self.source_kind else ""
+        return f"trick {self.id} '{self.title or self.op}' ({kind}{origin})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "params": dict(self.params), "related": list(self.related)}
+        return {**asdict(self), "params": dict(self.params), "related": list(self.related),
+                "related_kinds": list(self.related_kinds)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AppliedTrick:
-        return cls(**{**data, "params": dict(data.get("params") or {}), "related": tuple(data.get("related") or ())})
+        data = dict(data)
+        if "source_kind" not in data and data.get("source"):  # written before tricks kept it: papers never
+            data["source_kind"] = trick_source_kind("solution", data["source"])  # reached the agent then
+            data["related_kinds"] = ("",) * len(data.get("related") or ())
+        return cls(**{**data, "params": dict(data.get("params") or {}), "related": tuple(data.get("related") or ()),
+                      "related_kinds": tuple(data.get("related_kinds") or ())})

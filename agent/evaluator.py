@@ -19,7 +19,7 @@ import numpy as np
 from agent.candidate import SolutionCandidate
 from agent.engine.compile import compile_spec, model_names
 from agent.engine.dataset import Dataset
-from agent.engine.fit import cross_validate, cross_validate_predictions, fit_and_predict
+from agent.engine.fit import check_folds, cross_validate, cross_validate_predictions, fit_and_predict
 from agent.engine.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run_isolated
 from agent.engine.spec import ModelSpec, SolutionSpec, SpecError, ValidationSpec
 from agent.engine.steps import StepOp
@@ -63,7 +63,9 @@ class Evaluator:
         return ValidationSpec(n_splits=self.cv, seed=self.random_state)
 
     def baseline(self, dataset: Dataset) -> float:
-        """CV score of the trivial prior/mean model, oriented so that greater is better."""
+        """CV score of the trivial prior/mean model, oriented so that greater is better; DatasetError when the
+        training rows are too few for the CV folds."""
+        check_folds(dataset, self.cv)
         spec = SolutionCandidate("baseline", steps=()).to_spec(self.trainers, self.validation)
         pipeline = compile_spec(spec, dataset.compile_context(self.random_state), self.trainers, self.step_ops)
         return oriented(float(np.mean(cross_validate(pipeline, dataset, spec))), dataset.metric_info)

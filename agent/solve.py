@@ -15,6 +15,7 @@ from typing import Any
 
 from agent.candidate import AttemptRecord, EngineeringRun, json_number
 from agent.engine.dataset import Dataset
+from agent.engine.fit import check_folds
 from agent.engine.sandbox import DEFAULT_MEMORY_LIMIT
 from agent.evaluator import DEFAULT_CANDIDATE_TIME_LIMIT
 from agent.knowledge.proposer import KnowledgeTreeProposer
@@ -103,6 +104,7 @@ def solve_task(
     elif proposer is None:
         proposer = BuiltinTreeProposer()
     dataset = Dataset.from_profile(profile)
+    check_folds(dataset, settings.cv)  # before the run folder exists, so a too-small table leaves nothing behind
     journal = None
     with open_trace(out_dir) as trace:
 
@@ -165,11 +167,14 @@ def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset,
         "n_attempts": len(run.attempts),
         "valid_attempts": run.valid_attempts,
         "n_iterations": run.n_iterations,
+        "rounds": run.rounds,
         "stop_reason": run.stop_reason,
         "notes": notes,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
         "seconds": round(time.time() - started, 1),
         "outputs": {name: str(path) if path else None
                     for name, path in (("submission", submission_path), ("solution", solution_path))},
+        # Distinct tricks applied, and those on the best solution's lineage, by source kind (card, write-up, paper).
+        "tricks_by_source": journal.tricks_by_source() if journal is not None else None,
         "journal": journal.to_dict() if journal is not None else None,
     }

@@ -14,6 +14,7 @@ from rich.table import Table
 from agent.candidate import AttemptRecord
 from agent.engine.compile import NotRenderableError
 from agent.engine.dataset import DatasetError
+from agent.engine.sandbox import verbose_candidates
 from agent.engine.spec import SpecError
 from agent.outputs.report import SCREENSHOT_FILE, RunDirError, ScreenshotError, read_run, screenshot, write_report
 from agent.outputs.run_folder import RunFolderError
@@ -46,6 +47,9 @@ def main(ctx: click.Context, home: str | None) -> None:
 @click.option("--target", default=None, help="Target column (default: inferred from train/test/sample submission).")
 @click.option("--id", "id_column", default=None, help="Id column (default: inferred).")
 @click.option("--metric", default=None, help="Metric name, e.g. roc_auc, rmse, rmsle (default: from description.md).")
+@click.option("--positive-class", default=None, metavar="LABEL",
+              help="Binary tasks: the label whose probability is submitted (default: from description.md and "
+                   "sample_submission.csv, else the conventional label such as 1/yes/true, else the minority class).")
 @click.option("--use-kb", is_flag=True,
               help="Let the knowledge base at --home guide the tree search: drafts composed from retrieved tricks, "
                    "improvements that apply one trick at a time. Without it the search uses built-in changes only.")
@@ -62,16 +66,20 @@ def main(ctx: click.Context, home: str | None) -> None:
               help="Run folder (default: runs/<task>-<timestamp>/).")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as one JSON object.")
 @click.option("--quiet", is_flag=True, help="No live table of attempts.")
+@click.option("--verbose", is_flag=True,
+              help="Show the candidates' own warnings and library output (scikit-learn, pandas, XGBoost, LightGBM); "
+                   "hidden by default.")
 @click.pass_context
-def solve(ctx, task_dir, target, id_column, metric, use_kb, time_budget, steps, num_drafts, seed, cv, out, as_json,
-          quiet):
+def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, time_budget, steps, num_drafts, seed, cv,
+          out, as_json, quiet, verbose):
     """Solve the competition task in TASK_DIR (train.csv, test.csv, description.md, sample_submission.csv).
 
     Writes submission.csv, solution.py, trace.jsonl, run.json and report.html to the run folder;
     the last line printed is the run's summary.
     """
     try:
-        profile = profile_task(task_dir, target=target, id_column=id_column, metric=metric)
+        profile = profile_task(task_dir, target=target, id_column=id_column, metric=metric,
+                               positive_class=positive_class)
     except TaskSetupError as error:
         _fail(error)
     if not as_json:
@@ -87,7 +95,7 @@ def solve(ctx, task_dir, target, id_column, metric, use_kb, time_budget, steps, 
         live.refresh()
 
     try:
-        with live:
+        with live, verbose_candidates(verbose):
             result = solve_task(profile, settings, out_dir, on_node=show, kb_home=ctx.obj["home"])
     except _USER_ERRORS as error:
         _fail(error)
@@ -137,6 +145,8 @@ def _describe_setup(profile: TaskProfile, kb_home: Path | None) -> str:
         f"  metric    {profile.metric}  [{inferred.get('metric', '')}]",
         f"  task type {profile.task_type}  [{inferred.get('task_type', '')}]",
     ]
+    if profile.positive_class is not None:
+        lines.append(f"  positive  {profile.positive_class}  [{inferred.get('positive_class', '')}]")
     if kb_home is not None:
         lines.append(f"  knowledge base {kb_home} (drafts and improvements from retrieved tricks)")
     return "\n".join(lines)

@@ -73,7 +73,7 @@ class HierarchicalRetriever:
         return TaskQuery(task_text(description, profile), tuple(labels),
                          competition or task_competition(description, profile), profile)
 
-    def retrieve(self, query: TaskQuery, *, k: int = 10, stage: str | None = None, kind: str = "solution",
+    def retrieve(self, query: TaskQuery, *, k: int = 10, stage: str | None = None, kind: str | None = "solution",
                  exclude_competitions: Sequence[str] = ()) -> list[RetrievedTrick]:
         excluded = [c for c in (query.competition, *exclude_competitions) if c]
         vector = self.kb.embedder.embed([query.text[:2000]])[0]
@@ -116,7 +116,10 @@ class HierarchicalRetriever:
 
 
 def retrieve(profile: TaskProfile, stage: str | None = None, k: int = 10, *, kb: KnowledgeBase | None = None,
-             settings: RetrieverSettings | None = None) -> list[RetrievedTrick]:
-    """Tricks for a profiled task, best first: the agent's entry point to the knowledge base."""
+             settings: RetrieverSettings | None = None, kind: str | None = None) -> list[RetrievedTrick]:
+    """Tricks for a profiled task, best first: the agent's entry point to the knowledge base.
+
+    By default (`kind=None`) solution tricks (write-ups and cards) and paper tricks are ranked together by the same
+    rule, with no bonus for either source; pass kind="solution" or kind="paper" for one kind only."""
     retriever = HierarchicalRetriever(kb or KnowledgeBase(), settings)
-    return retriever.retrieve(retriever.analyse(profile=profile), k=k, stage=stage)
+    return retriever.retrieve(retriever.analyse(profile=profile), k=k, stage=stage, kind=kind)

@@ -4,11 +4,41 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from sklearn.pipeline import Pipeline
 
 from agent.engine import runtime
-from agent.engine.dataset import Dataset
+from agent.engine.dataset import Dataset, DatasetError
 from agent.engine.spec import SolutionSpec
+from retrieval.profile import TRAIN_FILE
+
+
+def check_folds(dataset: Dataset, n_splits: int) -> None:
+    """DatasetError, naming the table and the fix, when the training rows cannot fill `n_splits` CV folds:
+    fewer rows than folds or, for classification, a class with fewer rows than folds."""
+    if dataset.task_dir is not None:
+        table, option = str(dataset.task_dir / TRAIN_FILE), "--cv {}"
+    else:
+        table, option = "the training table", "cv={}"
+
+    def fix(n: int) -> str:
+        return f"use {option.format(n)} or more data" if n >= 2 else "use more data"
+
+    n_rows = len(dataset.y)
+    if n_rows < n_splits:
+        raise DatasetError(f"{table} has {_rows(n_rows)}, fewer than the {n_splits} CV folds; {fix(n_rows)}")
+    if dataset.classification:
+        counts = np.bincount(np.asarray(dataset.y, dtype=int))
+        smallest = int(np.argmin(counts))
+        size = int(counts[smallest])
+        if size < n_splits:
+            label = dataset.classes[smallest] if dataset.classes is not None else smallest
+            raise DatasetError(f"{table}: class {label!r} of {dataset.target!r} has {_rows(size)}, fewer than the "
+                               f"{n_splits} CV folds; {fix(size)}")
+
+
+def _rows(n: int) -> str:
+    return f"{n} row" if n == 1 else f"{n} rows"
 
 
 def cross_validate(pipeline: Pipeline, dataset: Dataset, spec: SolutionSpec) -> list[float]:

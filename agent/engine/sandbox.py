@@ -1,38 +1,61 @@
 """Run one function in a child process with a time limit and a memory limit, and say how it ended.
 
-Children fork from a forkserver that has already imported the modelling libraries, so a candidate
-starts in well under a second and never inherits the parent's threads. The function and its
-arguments travel with cloudpickle, so trainers and steps defined in a script or a test work too.
+Candidates run in processes forked from a worker server this module starts once per calling process: a
+plain `python -c` subprocess, not multiprocessing, so nothing ever re-runs the caller's `__main__` — a script
+without an `if __name__ == "__main__":` guard, code piped to `python -` and a notebook all work alike. The
+server has already imported the modelling libraries, so a candidate starts in milliseconds and never inherits
+the caller's threads. The function and its arguments travel with cloudpickle, so trainers and steps defined in
+a script, a notebook or a test work too.
+
+For each candidate the caller hands the server one end of a fresh socket pair. The server forks a supervisor,
+which forks the candidate's process and reports how it exited; the candidate's process applies the memory and
+thread limits, runs the function and sends its result back. The caller kills it at the time limit (and the
+supervisor, should the caller have gone away, a little later).
+
+Candidates are quiet: their warnings are ignored and their stdout and stderr discarded, unless
+`Limits.verbose` (or `verbose_candidates()`) asks for them, which then go to the caller's stdout and stderr.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import atexit
+import contextlib
+import importlib
+import math
 import os
 import resource
+import signal
+import socket
+import struct
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 import traceback
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import cloudpickle
 from threadpoolctl import threadpool_limits
 
-# Imported once by the forkserver so that each child starts warm.
-_PRELOAD = ["agent.evaluator"]
-_CONTEXT = multiprocessing.get_context("forkserver")
-_CONTEXT.set_forkserver_preload(_PRELOAD)
+# Imported once by the worker server so that each candidate starts warm.
+_PRELOAD = ("agent.evaluator",)
 
 _GIB = 1024**3
 DEFAULT_MEMORY_LIMIT = min(8 * _GIB, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
 # How long a child that has sent its result may take to exit before it is killed.
 _EXIT_GRACE_SECONDS = 5.0
+# How long the worker server may take to import the modelling libraries.
+_STARTUP_SECONDS = 300.0
+# The supervisor kills a candidate this long after its time limit, in case the caller died without doing so.
+_BACKSTOP_SECONDS = 30.0
 
 
 class SandboxStartError(RuntimeError):
-    """The child process could not be started at all (as opposed to a candidate failing in it)."""
+    """The worker server could not be started at all (as opposed to a candidate failing in it)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +65,9 @@ class Limits:
     # OpenMP / BLAS threads. One by default: on a small, shared machine OpenMP threads spin-waiting for
     # a core made histogram boosting several times slower than a single thread.
     native_threads: int | None = 1
+    # Whether the candidate's warnings and output reach this process's stdout and stderr (otherwise they are
+    # discarded); None: as `verbose_candidates()` set it, quiet by default.
+    verbose: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -56,49 +82,109 @@ class Outcome:
         return self.status == "ok"
 
 
+_verbose_default = False
+
+
+@contextlib.contextmanager
+def verbose_candidates(enabled: bool = True) -> Iterator[None]:
+    """Within the block, candidates run with `Limits(verbose=None)` keep their warnings and output (`agent solve
+    --verbose`)."""
+    global _verbose_default
+    previous, _verbose_default = _verbose_default, enabled
+    try:
+        yield
+    finally:
+        _verbose_default = previous
+
+
 def run_isolated(function: Callable[..., Any], *args: Any, limits: Limits) -> Outcome:
     """`function(*args)` in a child process; never raises for anything the child does."""
     started = time.monotonic()
-    receiver, sender = _CONTEXT.Pipe(duplex=False)
-    payload = cloudpickle.dumps((function, args))
-    child = _CONTEXT.Process(target=_child_main, args=(sender, payload, list(sys.path), limits))
+    verbose = _verbose_default if limits.verbose is None else limits.verbose
     try:
-        child.start()
-    except (BrokenPipeError, EOFError) as error:
-        raise SandboxStartError(
-            "could not start a candidate process: multiprocessing re-imports the main script in each child, so a "
-            "script that runs the agent must do so under `if __name__ == '__main__':`"
-        ) from error
-    sender.close()
-    status, value = "crashed", ""
+        payload = cloudpickle.dumps((function, args))
+    except Exception:  # noqa: BLE001 - a candidate that cannot travel to its process is the candidate's failure
+        return Outcome("error", error=f"the candidate could not be sent to its process:\n{traceback.format_exc()}",
+                       elapsed=time.monotonic() - started)
+    job = _Job(limits.time_seconds, limits.memory_bytes, limits.native_threads, verbose, _search_path(), _cwd())
+    connection = _open_job(verbose)
+    status, value, pid, exitcode = "crashed", "", None, None
     try:
-        if receiver.poll(max(limits.time_seconds, 0.0)):
-            status, value = cloudpickle.loads(receiver.recv_bytes())
-        elif child.is_alive():
+        deadline = time.monotonic() + max(limits.time_seconds, 0.0)
+        try:
+            connection.settimeout(_remaining(deadline))
+            _send_frame(connection, _JOB, cloudpickle.dumps(job))
+            _send_frame(connection, _PAYLOAD, payload)
+            while True:
+                kind, data = _receive(connection, deadline)
+                if kind == _PID:
+                    pid = int(data)
+                elif kind == _EXIT:
+                    exitcode = int(data)
+                    break
+                elif kind == _RESULT:
+                    status, value = _read_result(data)
+                    break
+        except TimeoutError:
             status, value = "timeout", f"timed out after {limits.time_seconds:.0f} s"
-    except EOFError:  # the child died before sending anything
-        pass
-    except Exception:  # noqa: BLE001 - a result the parent cannot read back is the candidate's failure
-        status, value = "error", f"the candidate's result could not be read back:\n{traceback.format_exc()}"
+        except (EOFError, OSError):  # the candidate's process (or the server) went away before reporting
+            pass
     finally:
-        receiver.close()
-        if status == "timeout":
-            child.kill()
-        child.join(_EXIT_GRACE_SECONDS)
-        if child.is_alive():
-            child.kill()
-            child.join()
+        exitcode = _finish(connection, pid, exitcode, kill=status in ("timeout", "crashed"))
     if status == "crashed":
-        value = _death_cause(child.exitcode)
+        value = _death_cause(exitcode)
     elapsed = time.monotonic() - started
     if status == "ok":
         return Outcome("ok", value=value, elapsed=elapsed)
     return Outcome(status, error=value, elapsed=elapsed)
 
 
+def _read_result(data: bytes) -> tuple[str, Any]:
+    try:
+        return cloudpickle.loads(data)
+    except Exception:  # noqa: BLE001 - a result the parent cannot read back is the candidate's failure
+        return "error", f"the candidate's result could not be read back:\n{traceback.format_exc()}"
+
+
+def _finish(connection: socket.socket, pid: int | None, exitcode: int | None, kill: bool) -> int | None:
+    """Wait for the candidate's process to end (killing it if it ran out of time or outlives its grace); its exit
+    code, or None when unknown."""
+    try:
+        if exitcode is None and pid is not None:
+            if kill:
+                _kill(pid)
+            exitcode = _wait_for_exit(connection, _EXIT_GRACE_SECONDS)
+            if exitcode is None:
+                _kill(pid)
+                exitcode = _wait_for_exit(connection, _EXIT_GRACE_SECONDS)
+    finally:
+        connection.close()
+    return exitcode
+
+
+def _wait_for_exit(connection: socket.socket, seconds: float) -> int | None:
+    deadline = time.monotonic() + seconds
+    with contextlib.suppress(TimeoutError, EOFError, OSError):
+        while True:
+            kind, data = _receive(connection, deadline)
+            if kind == _EXIT:
+                return int(data)
+    return None
+
+
+def _kill(pid: int) -> None:
+    """Kill the candidate's process and whatever it started (its process group, see `_run_job`)."""
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+            return
+
+
 def _death_cause(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
         return f"the candidate's process was killed by signal {-exitcode} (out of memory or a native crash)"
+    if exitcode is None:
+        return "the candidate's process ended before reporting a result"
     return f"the candidate's process exited with code {exitcode} before reporting a result"
 
 
@@ -116,15 +202,257 @@ def error_tail(error: str, lines: int = 12) -> str:
     return "\n".join(kept[-lines:])
 
 
-def _child_main(sender, payload: bytes, parent_path: list[str], limits: Limits) -> None:
-    memory_bytes = limits.memory_bytes
-    if memory_bytes is not None:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    if limits.native_threads is not None:
-        threadpool_limits(limits=limits.native_threads)
-    sys.path[:] = parent_path  # find modules the parent imported from a script or test folder
+# ---- the caller's side: one worker server per process
+
+
+@dataclass(frozen=True)
+class _Job:
+    time_seconds: float
+    memory_bytes: int | None
+    native_threads: int | None
+    verbose: bool
+    path: list[str]  # the caller's sys.path: modules it imported from a script or test folder
+    cwd: str
+
+
+class _Server:
+    """The worker server: `python -c` importing this module's `serve`, connected by a Unix socket pair."""
+
+    def __init__(self) -> None:
+        self.owner = os.getpid()
+        self.log = tempfile.TemporaryFile()
+        ours, theirs = socket.socketpair()
+        bootstrap = (f"import sys; sys.path[:] = {_search_path()!r}; "
+                     f"from agent.engine.sandbox import serve; serve({theirs.fileno()})")
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", bootstrap], pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=self.log, start_new_session=True,
+            )
+        except OSError as error:
+            ours.close()
+            raise SandboxStartError(f"could not start the candidates' worker process ({sys.executable}): {error}") \
+                from error
+        finally:
+            theirs.close()
+        self.control = ours
+        ours.settimeout(_STARTUP_SECONDS)
+        try:
+            ready = ours.recv(1)
+        except OSError:
+            ready = b""
+        ours.settimeout(None)
+        if ready != _READY:
+            self.close()
+            raise SandboxStartError(f"the candidates' worker process did not start: {self.failure()}")
+
+    def alive(self) -> bool:
+        return self.owner == os.getpid() and self.process.poll() is None
+
+    def send(self, fds: list[int]) -> None:
+        socket.send_fds(self.control, [_NEW_JOB], fds)
+
+    def failure(self) -> str:
+        self.log.seek(0)
+        return last_line(self.log.read().decode(errors="replace"), 500)
+
+    def close(self) -> None:
+        if self.owner != os.getpid():
+            return
+        self.control.close()  # the server exits when its control socket closes
+        try:
+            self.process.wait(_EXIT_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+_server: _Server | None = None
+_server_lock = threading.Lock()
+
+
+def _open_job(verbose: bool) -> socket.socket:
+    """A connection to a new candidate's process (through the server, started on first use or after it died)."""
+    global _server
+    ours, theirs = socket.socketpair()
+    fds = [theirs.fileno(), *(_output_fds() if verbose else ())]
     try:
+        with _server_lock:
+            for attempt in range(2):
+                if _server is None or not _server.alive():
+                    if _server is not None and _server.owner == os.getpid():
+                        _server.close()
+                    _server = _Server()
+                    atexit.register(_server.close)
+                try:
+                    _server.send(fds)
+                    break
+                except OSError:
+                    if attempt:
+                        raise SandboxStartError("could not reach the candidates' worker process: "
+                                                f"{_server.failure()}") from None
+                    _server.close()
+                    _server = None
+    except BaseException:
+        ours.close()
+        raise
+    finally:
+        theirs.close()
+    return ours
+
+
+def _output_fds() -> list[int]:
+    """This process's stdout and stderr file descriptors, for a verbose candidate to write to (when open)."""
+    fds = []
+    for fd in (1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            return []
+        fds.append(fd)
+    return fds
+
+
+def _search_path() -> list[str]:
+    return [os.fspath(entry) for entry in sys.path if isinstance(entry, str | os.PathLike)]
+
+
+def _cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # the caller's folder was removed
+        return ""
+
+
+def _remaining(deadline: float) -> float | None:
+    """A socket timeout for `deadline`: None (block) for no deadline, a millisecond once it has passed."""
+    return None if math.isinf(deadline) else max(deadline - time.monotonic(), 1e-3)
+
+
+# ---- the wire: frames of (kind, length, bytes)
+
+_READY, _NEW_JOB = b"r", b"j"
+_JOB, _PAYLOAD, _PID, _RESULT, _EXIT = b"J", b"P", b"p", b"R", b"x"
+_HEADER = struct.Struct("!cQ")
+
+
+def _send_frame(connection: socket.socket, kind: bytes, data: bytes) -> None:
+    connection.sendall(_HEADER.pack(kind, len(data)))
+    connection.sendall(data)
+
+
+def _receive(connection: socket.socket, deadline: float = math.inf) -> tuple[bytes, bytes]:
+    """The next frame; TimeoutError if none starts before `deadline`, EOFError when the other end has closed.
+    A frame that has started is read to its end, however long that takes."""
+    connection.settimeout(_remaining(deadline))
+    first = connection.recv(1, socket.MSG_PEEK)
+    if not first:
+        raise EOFError
+    connection.settimeout(None)
+    kind, length = _HEADER.unpack(_read_exactly(connection, _HEADER.size))
+    return kind, _read_exactly(connection, length)
+
+
+def _read_exactly(connection: socket.socket, size: int) -> bytes:
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    received = 0
+    while received < size:
+        count = connection.recv_into(view[received:])
+        if count == 0:
+            raise EOFError
+        received += count
+    return bytes(buffer)
+
+
+# ---- the worker server's side
+
+
+def serve(control_fd: int) -> None:
+    """The worker server's main loop: fork a supervisor for each job, until the caller closes the control socket."""
+    control = socket.socket(fileno=control_fd)
+    for module in _PRELOAD:
+        importlib.import_module(module)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # supervisors are reaped by the system
+    control.sendall(_READY)
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 1, 3)
+        except OSError:
+            return
+        if not message:
+            return
+        try:
+            pid = os.fork()
+        except OSError:  # the job's caller sees its connection close: a crashed candidate
+            pid = -1
+        if pid == 0:
+            code = 0
+            try:
+                control.close()
+                _supervise(fds[0], fds[1:])
+            except BaseException:  # noqa: BLE001 - logged to the server's stderr; the caller sees a crash
+                traceback.print_exc()
+                code = 1
+            finally:
+                os._exit(code)
+        for fd in fds:
+            os.close(fd)
+
+
+def _supervise(job_fd: int, output_fds: list[int]) -> None:
+    """In a fork of the server: run the job in a process of its own and report how that process exited."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    connection = socket.socket(fileno=job_fd)
+    kind, data = _receive(connection)
+    job: _Job = cloudpickle.loads(data)
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            _run_job(connection, job, output_fds)
+        except BaseException:  # noqa: BLE001 - e.g. the caller went away: nothing left to report to
+            code = 70
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(code)
+    for fd in output_fds:
+        os.close(fd)
+    if math.isfinite(job.time_seconds):
+        signal.signal(signal.SIGALRM, lambda *_: _kill(pid))
+        signal.setitimer(signal.ITIMER_REAL, max(job.time_seconds, 0.0) + _BACKSTOP_SECONDS)
+    _, status = os.waitpid(pid, 0)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    with contextlib.suppress(OSError):
+        _send_frame(connection, _EXIT, str(os.waitstatus_to_exitcode(status)).encode())
+
+
+def _run_job(connection: socket.socket, job: _Job, output_fds: list[int]) -> None:
+    """The candidate's own process: limits, then `function(*args)`, then the result back to the caller."""
+    os.setpgid(0, 0)  # a group of its own, so that a kill reaches the processes it starts too
+    _send_frame(connection, _PID, str(os.getpid()).encode())
+    _redirect_output(output_fds)
+    if not job.verbose:
+        warnings.simplefilter("ignore")
+        os.environ["PYTHONWARNINGS"] = "ignore"  # worker processes the candidate starts (joblib) stay quiet too
+    if job.cwd:
+        with contextlib.suppress(OSError):
+            os.chdir(job.cwd)
+    sys.path[:] = job.path  # find modules the parent imported from a script or test folder
+    memory_bytes = job.memory_bytes
+    try:
+        if memory_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        if job.native_threads is not None:
+            threadpool_limits(limits=job.native_threads)
+        kind, payload = _receive(connection)
         function, args = cloudpickle.loads(payload)
+        del payload
         result = ("ok", function(*args))
     except MemoryError:
         result = ("memory", f"over the memory limit of {memory_bytes / _GIB:.1f} GiB:\n{traceback.format_exc()}")
@@ -134,5 +462,17 @@ def _child_main(sender, payload: bytes, parent_path: list[str], limits: Limits) 
         message = cloudpickle.dumps(result)
     except Exception:  # noqa: BLE001 - a result that cannot travel back is a failure of the candidate
         message = cloudpickle.dumps(("error", f"the result could not be sent back:\n{traceback.format_exc()}"))
-    sender.send_bytes(message)
-    sender.close()
+    _send_frame(connection, _RESULT, message)
+
+
+def _redirect_output(output_fds: list[int]) -> None:
+    """stdout and stderr to the caller's (verbose) or to /dev/null (quiet)."""
+    if len(output_fds) == 2:
+        targets = output_fds
+    else:
+        null = os.open(os.devnull, os.O_WRONLY)
+        targets = [null, null]
+    for target, fd in zip(targets, (1, 2), strict=True):
+        os.dup2(target, fd)
+    for target in set(targets):
+        os.close(target)

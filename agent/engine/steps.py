@@ -307,7 +307,7 @@ BUILTIN_STEPS: dict[str, SourceStep] = {
                                 f"angles={tuple(float(a) for a in p['angles'])!r}, add_polar={bool(p['add_polar'])!r})",
                    {"lat_col": None, "lon_col": None, "angles": (15, 30, 45, 60), "add_polar": True}),
         SourceStep("quantile_transform",
-                   lambda p, c: f"on_columns(QuantileTransformer(output_distribution="
+                   lambda p, c: f"on_columns(SampleQuantileTransformer(output_distribution="
                                 f"{_choice('quantile_transform', 'output_distribution', p['output_distribution'], ('normal', 'uniform'))!r}, "
                                 f"n_quantiles={int(p['n_quantiles'])!r}, random_state={c.random_state!r}), NUMERIC)",
                    {"output_distribution": "normal", "n_quantiles": 1000}),

@@ -3,9 +3,13 @@
 It drafts each model family with the retrieved tricks its columns and metric need (free text, dates,
 composite ids; the loss the metric rewards), and improves a node with exactly one retrieved trick not yet
 used on its branch (with probability `trick_prob`), else with a built-in change. Tricks run through the
-recipe catalogue (agent.knowledge.recipes). When an ensembling trick was retrieved, the search ends with a
-blend of the best nodes; a retrieved tuning trick (Optuna) runs a study around the node being improved once
-the untried tricks are used up there, each trial one node (agent.search.tuning).
+recipe catalogue (agent.knowledge.recipes); retrieved solution write-ups, papers and cards alike.
+
+Ensembling and tuning are the engine's, with or without knowledge: every search ends with the final combination
+(agent.search.tree), and the built-in proposer's Optuna study (agent.search.tuning) tunes a GBDT or forest node
+once the other improvements are used up there. A retrieved ensembling trick is only named in the combination's
+plan; a retrieved tuning trick (Optuna) is named in each trial's plan and brings the study forward: it starts
+once the untried tricks are used up on the node, before the built-in changes are.
 """
 
 from __future__ import annotations
@@ -18,17 +22,15 @@ from typing import Any
 
 from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.trainers import Trainer, trainers_of
-from agent.search.blending import blend_candidates
 from agent.search.builtin import BuiltinTreeProposer, describe_score, target_note
 from agent.search.journal import IMPROVE, Journal, Node, candidate_key
-from agent.search.protocols import BlendProposal, Proposal
-from agent.search.tuning import DEFAULT_TRIALS, Tuner
+from agent.search.protocols import Proposal
 from retrieval.profile import TaskProfile
 
-# Ensembling tricks, which the tree search carries out by combining nodes on their out-of-fold predictions: a
-# weighted average, a rank average (AUC) and a linear stack, each a node that wins only on CV (agent.search.blending).
+# Ensembling tricks: the tree search ends every search by combining nodes on their out-of-fold predictions (a
+# weighted average, a rank average (AUC) and a linear stack, agent.search.blending); such a trick is named in the plan.
 BLEND_OPS = ("hill_climbing_ensemble", "average_ensemble", "rank_average_ensemble", "stacking_linear")
-TUNE_OP = "optuna_search"  # a tuning trick: a short Optuna study around a node (agent.search.tuning), trials as nodes
+TUNE_OP = "optuna_search"  # a tuning trick: the built-in Optuna study (agent.search.tuning) comes earlier, named by it
 # Tricks for a kind of column the task has (free text, dates, composite string ids) or for the metric (the loss it
 # rewards): every knowledge draft takes them, since a model that drops or mangles those columns loses the signal
 # they carry, and one fitted to another loss predicts another statistic (the mean under MAE). Every other trick
@@ -48,7 +50,7 @@ class _Option:
     """A retrieved trick that the recipe catalogue can execute on this task."""
 
     trick: AppliedTrick
-    recipe: Any  # Recipe; None for a tuning trick (an Optuna study, agent.search.tuning)
+    recipe: Any  # agent.knowledge.recipes.Recipe
     score: float
 
 
@@ -72,7 +74,6 @@ class KnowledgeTreeProposer:
         self.min_mapping_confidence = min_mapping_confidence
         self._options: list[_Option] | None = None
         self._reading: Future[list[_Option]] | None = None
-        self._tuner: Tuner | None = None  # Optuna studies, made when a retrieved tuning trick is first used
 
     # ---- the tricks this task can use
 
@@ -101,19 +102,11 @@ class KnowledgeTreeProposer:
         self.options(profile)
         trick = next((item.trick for item in self._retrieved
                       if item.trick.recipe and item.trick.recipe.get("op") in ops), None)
-        return trick and AppliedTrick(trick.id, trick.title or trick.text[:80], trick.source, trick.competition,
-                                      trick.recipe["op"], dict(trick.recipe.get("params") or {}))
+        return trick and AppliedTrick.of(trick, op=trick.recipe["op"], params=trick.recipe.get("params"))
 
-    def blend(self, profile: TaskProfile, journal: Journal) -> BlendProposal | None:
-        """Blend the best verified nodes when a retrieved trick recommends ensembling; None otherwise."""
-        applied = self._card(profile, BLEND_OPS)
-        if applied is None:
-            return None
-        ranked = blend_candidates(journal)
-        if len(ranked) < 2:
-            return None
-        return BlendProposal(tuple(node.id for node in ranked), f"blend the best nodes as {applied.describe()} "
-                                                                 "suggests", applied)
+    def blend_trick(self, profile: TaskProfile, journal: Journal) -> AppliedTrick | None:
+        """The retrieved ensembling trick the search's final combination names (provenance: it blends anyway)."""
+        return self._card(profile, BLEND_OPS)
 
     def _executable(self, profile: TaskProfile, retrieved: Sequence[Any]) -> list[_Option]:
         catalogue = self.recipes.catalogue()
@@ -138,7 +131,7 @@ class KnowledgeTreeProposer:
             title = trick.title or trick.text[:80]
             if evidence:  # a trick without a recipe, read by agent.knowledge.trick_mapping
                 title = f"{title}; mapped to {recipe.op} by its text: {evidence}"
-            applied = AppliedTrick(trick.id, title, trick.source, trick.competition, recipe.op, params)
+            applied = AppliedTrick.of(trick, title=title, op=recipe.op, params=params)
             options.append(_Option(applied, recipe, float(item.score)))
         return options
 
@@ -201,6 +194,7 @@ class KnowledgeTreeProposer:
                                            "column or the metric this task has)")
             reasons = "; ".join(f"{o.recipe.op}{note} from {o.trick.describe()}" for o, note in used)
             trick = replace(used[0][0].trick, related=tuple(o.trick.id for o, _ in used[1:]),
+                            related_kinds=tuple(o.trick.source_kind for o, _ in used[1:]),
                             op="+".join(o.recipe.op for o, _ in used))
             return Proposal(candidate, f"draft: {name}{why} with the retrieved tricks its columns and metric need — "
                                        f"{reasons}",
@@ -214,7 +208,9 @@ class KnowledgeTreeProposer:
             proposal = self.improve_with_trick(node, profile, journal, rng)
             if proposal is not None:
                 return proposal
-        return self.builtin.improve(node, profile, journal, rng) or self.improve_with_trick(node, profile, journal, rng)
+        # Built-in changes, then tricks; the engine's tuning once both are used up (a tuning trick starts it sooner).
+        return (self.builtin.change(node, profile, journal) or self.improve_with_trick(node, profile, journal, rng)
+                or self.builtin.tune(node, profile, journal, rng))
 
     def improve_with_trick(self, node: Node, profile: TaskProfile, journal: Journal,
                            rng: random.Random | None = None) -> Proposal | None:
@@ -227,16 +223,8 @@ class KnowledgeTreeProposer:
             if child.action == IMPROVE and child.trick is not None and not child.members \
                     and not journal.beats_parent(child):
                 failures[child.trick.id] = failures.get(child.trick.id, 0) + 1
-        # A retrieved tuning trick comes after the untried tricks: it is for when the features are settled.
-        tuning = self._card(profile, (TUNE_OP,))
-        entries = [*self.options(profile), *([_Option(tuning, None, 0.0)] if tuning else [])]
-        for option in sorted(entries, key=lambda option: (option.trick.op not in NEEDED_OPS,
-                                                          failures.get(option.trick.id, 0))):
-            if option.recipe is None:  # a study's trials are not one trick each: the study keeps its own count
-                proposal = self._tune(node, option.trick, profile, journal, rng)
-                if proposal is not None:
-                    return proposal
-                continue
+        for option in sorted(self.options(profile), key=lambda option: (option.trick.op not in NEEDED_OPS,
+                                                                         failures.get(option.trick.id, 0))):
             if option.trick.id in used or option.trick.id in ineffective:
                 continue
             result = self._apply(option, node.candidate)
@@ -250,29 +238,15 @@ class KnowledgeTreeProposer:
             plan = (f"improve node {node.id} ({node.candidate.trainer}, {describe_score(node, profile)}): apply "
                     f"{option.recipe.op}{note} as {option.trick.describe()} suggests")
             return Proposal(changed, plan, option.trick)
-        return None
-
-    def _tune(self, node: Node, trick: AppliedTrick, profile: TaskProfile, journal: Journal,
-              rng: random.Random | None) -> Proposal | None:
-        """The next Optuna trial of the study around `node` (or the study `node` is a trial of)."""
-        if node.members:
-            return None
-        if self._tuner is None:
-            self._tuner = Tuner((rng or random.Random(0)).randrange(2**31))
-        trial = self._tuner.propose(node.id, node.candidate, int(trick.params.get("n_trials", DEFAULT_TRIALS)))
-        if trial is None or journal.has(candidate_key(trial.candidate, self.trainers), self.trainers):
-            return None
-        values = ", ".join(f"{name}={value:.4g}" if isinstance(value, float) else f"{name}={value}"
-                           for name, value in trial.params.items())
-        plan = (f"improve node {node.id} ({node.candidate.trainer}, {describe_score(node, profile)}): Optuna trial "
-                f"{trial.number} (TPE) of the study around node {trial.centre}: {values}, as {trick.describe()} "
-                "suggests")
-        return Proposal(trial.candidate, plan, trick)
+        # A retrieved tuning trick brings the engine's Optuna study forward, after the untried tricks (it is for when
+        # the features are settled): the study is the built-in one, and the trials are the engine's nodes, not the
+        # trick's (the plan names it).
+        tuning = self._card(profile, (TUNE_OP,))
+        return self.builtin.tune(node, profile, journal, rng, tuning) if tuning is not None else None
 
     def observe(self, node: Node) -> None:
-        """A verified node: an Optuna study that asked for it learns its score."""
-        if self._tuner is not None:
-            self._tuner.observe(node.id, node.candidate, node.score, node.valid)
+        """A verified node: the Optuna study that asked for it learns its score."""
+        self.builtin.observe(node)
 
     def debug(self, node: Node, profile: TaskProfile, rng: random.Random) -> Proposal | None:
         """Repairs read the failure, with or without knowledge: the built-in diagnosis."""

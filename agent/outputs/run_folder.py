@@ -32,11 +32,14 @@ def open_trace(out_dir: Path) -> TextIO:
 
 
 def trace_line(node: Node, attempt: AttemptRecord) -> dict[str, Any]:
-    """One trace.jsonl line: the attempt as the seed loop records it, plus the node's place in the tree."""
+    """One trace.jsonl line: the attempt as the seed loop records it, plus the node's place in the tree and where
+    its trick came from (source kind: card, write-up or paper; file; competition), all None without a trick."""
+    trick = node.trick
     return {
         **attempt.to_dict(), "node_id": node.id, "parent_id": node.parent_id, "action": node.action,
-        "plan": node.plan, "trick": node.trick.to_dict() if node.trick else None, "node_status": node.status,
-        "debug_depth": node.debug_depth,
+        "plan": node.plan, "trick": trick.to_dict() if trick else None, "node_status": node.status,
+        "debug_depth": node.debug_depth, "trick_source_kind": (trick.source_kind or None) if trick else None,
+        "trick_file": (trick.source or None) if trick else None, "trick_competition": trick.competition if trick else None,
     }
 
 

@@ -4,6 +4,10 @@
 are built-in atomic changes (more trees at a lower learning rate, depth, log target for log-scale
 metrics, another categorical encoder, missing-value indicators) and a repair reads the failure — the
 error text and the step it came from — and changes the spec accordingly, rather than retrying it.
+
+Once a GBDT or forest node's built-in changes are used up, improving it runs a short Optuna study around it
+(agent.search.tuning), each trial one node: tuning is the engine's, with or without knowledge, so both arms
+of the ablation tune alike (the knowledge proposer uses this same study).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from agent.candidate import SolutionCandidate
+from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.spec import Step, insert_before, replace_step
 from agent.engine.steps import LOG_TARGET
 from agent.engine.trainers import (
@@ -25,6 +29,7 @@ from agent.engine.trainers import (
 from agent.search.journal import Journal, Node, candidate_key
 from agent.search.protocols import Proposal
 from agent.search.repair import ENCODERS, diagnose
+from agent.search.tuning import DEFAULT_TRIALS, Tuner
 from retrieval.metrics import CLASSIFICATION
 from retrieval.profile import TaskProfile
 
@@ -55,6 +60,7 @@ class BuiltinTreeProposer:
     def __init__(self, trainers: Mapping[str, Trainer] | None = None, families: Sequence[str] = DRAFT_FAMILIES):
         self.trainers = trainer_registry(trainers)
         self.families = tuple(name for name in families if name in self.trainers)
+        self.tuner: Tuner | None = None  # the search's Optuna studies, made when a node is first tuned
 
     # ---- draft
 
@@ -77,6 +83,11 @@ class BuiltinTreeProposer:
     # ---- improve
 
     def improve(self, node: Node, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
+        """A built-in change of the node; once those are used up, the next trial of an Optuna study around it."""
+        return self.change(node, profile, journal) or self.tune(node, profile, journal, rng)
+
+    def change(self, node: Node, profile: TaskProfile, journal: Journal) -> Proposal | None:
+        """The first built-in change of the node not yet in the journal."""
         for why, candidate in self.improvements(node, profile):
             if not journal.has(candidate_key(candidate, self.trainers), self.trainers):
                 return Proposal(candidate, f"improve node {node.id} ({node.candidate.trainer}, "
@@ -115,6 +126,32 @@ class BuiltinTreeProposer:
         if log_target_fits(profile) is False and base.target_transform is not None:
             changes.append(("model the raw target", replace(base, target_transform=None)))
         return changes
+
+    # ---- tune: a short Optuna study around a GBDT or forest node (agent.search.tuning)
+
+    def tune(self, node: Node, profile: TaskProfile, journal: Journal, rng: random.Random | None,
+             trick: AppliedTrick | None = None) -> Proposal | None:
+        """The next trial of the study around `node` (or of the study `node` is a trial of); None for a model
+        without a search space, a combination, or a study that has used its DEFAULT_TRIALS trials. `trick`, a
+        retrieved tuning trick, is only named in the plan: the study is the same with or without it."""
+        if node.members:
+            return None
+        if self.tuner is None:
+            self.tuner = Tuner((rng or random.Random(0)).randrange(2**31))
+        trial = self.tuner.propose(node.id, node.candidate, DEFAULT_TRIALS)
+        if trial is None or journal.has(candidate_key(trial.candidate, self.trainers), self.trainers):
+            return None
+        values = ", ".join(f"{name}={value:.4g}" if isinstance(value, float) else f"{name}={value}"
+                           for name, value in trial.params.items())
+        why = f", as {trick.describe()} suggests" if trick is not None else ""
+        return Proposal(trial.candidate, f"improve node {node.id} ({node.candidate.trainer}, "
+                                         f"{describe_score(node, profile)}): Optuna trial {trial.number} (TPE) of the "
+                                         f"study around node {trial.centre}: {values}{why}")
+
+    def observe(self, node: Node) -> None:
+        """A verified node: the Optuna study that asked for it learns its score."""
+        if self.tuner is not None:
+            self.tuner.observe(node.id, node.candidate, node.score, node.valid)
 
     # ---- debug
 

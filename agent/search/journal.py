@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.candidate import AppliedTrick, SolutionCandidate, json_number
+from agent.candidate import SOURCE_KINDS, AppliedTrick, SolutionCandidate, json_number
 from agent.engine.spec import Step
 from agent.engine.steps import BUILTIN_STEPS, TARGET_OPS
 from agent.engine.trainers import Trainer, default_steps
@@ -200,6 +200,33 @@ class Journal:
                 if not self.beats_parent(child):
                     ineffective.add(child.trick.id)
         return used, ineffective
+
+    def lineage(self, node: Node) -> list[Node]:
+        """The nodes a solution is made of: the node's path, and for a combination each member's path too."""
+        seen: dict[int, Node] = {}
+        for start in (node, *(self._nodes[i] for i in node.members)):
+            for ancestor in self.path(start):
+                seen.setdefault(ancestor.id, ancestor)
+        return [seen[i] for i in sorted(seen)]
+
+    def tricks_by_source(self) -> dict[str, dict[str, int]]:
+        """How many distinct tricks the search applied, and how many won, by source kind (card, write-up,
+        paper; "unknown" for a trick that does not say). A trick wins when it lies on the best node's lineage:
+        its path, or the path of one of its members when the best node is a combination."""
+
+        def count(nodes: Sequence[Node]) -> dict[str, int]:
+            kinds: dict[str, str] = {}
+            for node in nodes:
+                if node.trick is not None:
+                    for trick_id, kind in node.trick.sources:
+                        kinds.setdefault(trick_id, kind or "unknown")
+            counts = dict.fromkeys(SOURCE_KINDS, 0)
+            for kind in kinds.values():
+                counts[kind] = counts.get(kind, 0) + 1
+            return counts
+
+        best = self.best()
+        return {"applied": count(self._nodes), "winning": count(self.lineage(best) if best is not None else [])}
 
     def has(self, key: str, trainers: Mapping[str, Trainer] | None = None) -> bool:
         return any(candidate_key(node.candidate, trainers) == key for node in self._nodes)

@@ -1,5 +1,8 @@
 """What a tree-search proposer is (TreeProposer, and the optional BlendingProposer and ObservingProposer), and
 the proposals it returns.
+
+The final combination (blend, stack, rank average) is the search's own step (agent.search.tree): every search ends
+with it when the metric can be blended. A BlendingProposer only names the knowledge behind it (provenance).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ class Proposal:
 @dataclass(frozen=True)
 class BlendProposal:
     """Blend verified nodes: the search combines `members` (node ids) from their OOF predictions, each way that
-    fits the metric (agent.search.blending.blends); every combination is a node that wins only on CV."""
+    fits the metric (agent.search.blending.blends); every combination is a node that wins only on CV. `trick` is
+    the retrieved ensembling trick the plan names, if any: provenance, not what made the search blend."""
 
     members: tuple[int, ...]
     plan: str
@@ -43,13 +47,14 @@ class TreeProposer(Protocol):
 
 @runtime_checkable
 class BlendingProposer(Protocol):
-    """A proposer that may end the search by blending nodes (the knowledge proposer, when a trick says so)."""
+    """A proposer that can name the knowledge behind the search's final combination (the knowledge proposer: a
+    retrieved ensembling trick). Provenance only: the search combines its best nodes with or without it."""
 
-    def blend(self, profile: TaskProfile, journal: Journal) -> BlendProposal | None: ...
+    def blend_trick(self, profile: TaskProfile, journal: Journal) -> AppliedTrick | None: ...
 
 
 @runtime_checkable
 class ObservingProposer(Protocol):
-    """A proposer that learns from each verified node (the knowledge proposer's Optuna studies)."""
+    """A proposer that learns from each verified node (its Optuna studies, agent.search.tuning)."""
 
     def observe(self, node: Node) -> None: ...

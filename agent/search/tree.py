@@ -2,8 +2,14 @@
 the verifier for a verdict, and append the node to the journal (agent.search.journal, agent.search.policy).
 
 `TreeSearch.run` evaluates each proposal with agent.evaluator (a sandboxed cross-validation plus leakage
-inspection), ends with the combinations a blending proposer asks for, and refits the best verified node.
-Only verified nodes can be the best, ranked by their CV score.
+inspection), ends with the final combination step, and refits the best verified node. Only verified nodes can
+be the best, ranked by their CV score.
+
+The final combination is the engine's, with or without knowledge: when the metric can be blended
+(agent.search.blending.blendable) and at least two verified nodes exist, the search combines the nodes
+`blend_candidates` picks (each family's best, then the best of the rest) every way the metric allows: a greedy
+weighted average, a linear stack, a rank average. A proposer that names a retrieved ensembling trick
+(`BlendingProposer`) only has the trick named in the plan.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from agent.engine.spec import SolutionSpec, SpecError, ValidationSpec
 from agent.engine.steps import StepOp
 from agent.engine.trainers import Trainer, default_steps
 from agent.evaluator import DEFAULT_CANDIDATE_TIME_LIMIT, Evaluator
-from agent.search.blending import AVERAGE, RANK_AVERAGE, STACK, Blend, blendable, blends
+from agent.search.blending import AVERAGE, RANK_AVERAGE, STACK, Blend, blend_candidates, blendable, blends
 from agent.search.journal import BUGGY, DEAD, DEBUG, DRAFT, IMPROVE, VALID, Journal, Node
 from agent.search.policy import SearchPolicy, SearchSettings
 from agent.search.protocols import BlendingProposer, BlendProposal, ObservingProposer, Proposal, TreeProposer
@@ -83,7 +89,7 @@ class TreeSearch:
         rng = random.Random(settings.seed)
         validation = evaluator.validation
         baseline_score = evaluator.baseline(dataset)
-        blending = isinstance(self.proposer, BlendingProposer) and blendable(dataset.metric, dataset.task_type)
+        blending = blendable(dataset.metric, dataset.task_type)
 
         journal = journal if journal is not None else Journal()
         attempts: list[AttemptRecord] = []
@@ -127,14 +133,14 @@ class TreeSearch:
                                    search_deadline, started, self._best_attempt(attempts)))
 
         if blending:
-            proposal = self.proposer.blend(profile, journal)
+            proposal = self._blend_proposal(profile, journal)
             if proposal is not None:
                 for combination in self._blends(proposal, dataset, journal, predictions, validation):
                     record(*self._add_blend(combination, proposal, dataset, journal, validation, baseline_score,
                                             started, self._best_attempt(attempts)))
 
         run = EngineeringRun(attempts=tuple(attempts), best_candidate=None, best_score=-math.inf, model=None,
-                             metric=dataset.metric, baseline_score=baseline_score, n_iterations=search_steps,
+                             metric=dataset.metric, baseline_score=baseline_score, rounds=search_steps,
                              stop_reason=stop_reason)
         best = journal.best()
         if best is not None:
@@ -176,6 +182,17 @@ class TreeSearch:
         return self._add_node(replace(candidate, rationale=proposal.plan), proposal.trick, spec, evidence, action,
                               parent, dataset, journal, baseline_score, started, best_attempt)
 
+    def _blend_proposal(self, profile: TaskProfile, journal: Journal) -> BlendProposal | None:
+        """The final combination's members (agent.search.blending.blend_candidates), None with fewer than two; its
+        plan names the retrieved ensembling trick when the proposer has one."""
+        ranked = blend_candidates(journal)
+        if len(ranked) < 2:
+            return None
+        trick = self.proposer.blend_trick(profile, journal) if isinstance(self.proposer, BlendingProposer) else None
+        plan = "blend the best nodes (the search's final combination"
+        plan += f", as {trick.describe()} also suggests)" if trick is not None else ")"
+        return BlendProposal(tuple(node.id for node in ranked), plan, trick)
+
     @staticmethod
     def _blends(proposal: BlendProposal, dataset: Dataset, journal: Journal, predictions: Mapping[int, Any],
                 validation: ValidationSpec) -> list[tuple[list[Node], Blend, float]]:
@@ -210,7 +227,8 @@ class TreeSearch:
                       f"intercept {combination.intercept:.3f})"}[combination.kind]
         candidate = SolutionCandidate(ENSEMBLE, dict(spec.model.params), f"{proposal.plan}: {parts} ({how})", ())
         heaviest = members[int(max(range(len(weights)), key=lambda k: abs(weights[k])))]
-        return self._add_node(candidate, proposal.trick, spec, evidence, IMPROVE, heaviest, dataset, journal,
+        # The combination is the engine's step: the trick the plan may name is provenance, not the node's trick.
+        return self._add_node(candidate, None, spec, evidence, IMPROVE, heaviest, dataset, journal,
                               baseline_score, started, best_attempt, tuple(node.id for node in members))
 
     def _add_node(self, candidate: SolutionCandidate, trick: AppliedTrick | None, spec: SolutionSpec,

@@ -2,7 +2,8 @@
 
 Semantics:
   - the proposer's seed candidates are always evaluated;
-  - `max_iterations` and `patience` bound only the reflection rounds that follow;
+  - `max_iterations` and `patience` bound only the reflection rounds that follow (`run.rounds`; `run.n_iterations`
+    counts every attempt, seeds included);
   - a verified attempt that improves on the best resets patience, any other round uses one up;
   - a candidate that fails (raises, hangs, runs out of memory, scores NaN) scores -inf and the run goes on;
   - only an attempt with a valid verdict can become the best, and the best is refit on all the data.
@@ -132,7 +133,7 @@ class AgenticAutoML:
 
         run = EngineeringRun(
             attempts=tuple(attempts), best_candidate=None, best_score=-math.inf, model=None, metric=dataset.metric,
-            baseline_score=baseline_score, n_iterations=rounds, stop_reason=stop_reason,
+            baseline_score=baseline_score, rounds=rounds, stop_reason=stop_reason,
         )
         if best is None:
             return run

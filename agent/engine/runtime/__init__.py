@@ -64,6 +64,7 @@ from .features import (
     LogSkewed,
     NumericPairs,
     RowMissing,
+    SampleQuantileTransformer,
     SplitComposite,
     Winsorize,
     coordinate_column,

@@ -5,6 +5,7 @@ import re
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.preprocessing import QuantileTransformer
 
 from .columns import add_columns, categorical_columns, is_free_text, numeric_names
 
@@ -26,7 +27,7 @@ class DatetimeParts(TransformerMixin, BaseEstimator):
         for name in self.columns:
             when = _as_datetime(X[name])
             for part in self.parts:
-                values = when.dt.dayofweek >= 5 if part == "is_weekend" else getattr(when.dt, part)
+                values = _date_part(when, part)
                 features[f"{name}_{part}"] = values.astype(float).where(when.notna(), np.nan)
             if self.add_elapsed:
                 features[f"{name}_days"] = (when - self.reference_[name]).dt.total_seconds() / 86400
@@ -35,6 +36,32 @@ class DatetimeParts(TransformerMixin, BaseEstimator):
 
 def _as_datetime(values):
     return pd.to_datetime(values, errors="coerce", format="mixed")
+
+
+# Part names (the recipes' "dayofweek", ...) read through pandas' current accessors, not the deprecated aliases.
+_DATE_ACCESSORS = {"dayofweek": "day_of_week", "weekday": "day_of_week", "dayofyear": "day_of_year",
+                   "daysinmonth": "days_in_month"}
+
+
+def _date_part(when, part):
+    if part == "is_weekend":
+        return when.dt.day_of_week >= 5
+    if part in ("week", "weekofyear"):
+        return when.dt.isocalendar().week.astype(float)
+    return getattr(when.dt, _DATE_ACCESSORS.get(part, part))
+
+
+class SampleQuantileTransformer(QuantileTransformer):
+    """QuantileTransformer with `n_quantiles` at most the number of rows it is fitted on (scikit-learn would lower
+    it too, but warn on every fit of a small fold)."""
+
+    def fit(self, X, y=None):
+        requested = self.n_quantiles
+        self.n_quantiles = max(1, min(requested, X.shape[0]))
+        try:
+            return super().fit(X, y)
+        finally:
+            self.n_quantiles = requested
 
 
 class DropConstant(TransformerMixin, BaseEstimator):

@@ -295,8 +295,13 @@ def test_same_seed_same_tree(attrition):
     _, profile, dataset = attrition
     settings = SearchSettings(num_drafts=2, steps=3, seed=4, time_budget=120)
     runs = [TreeSearch(BuiltinTreeProposer(), settings, cv=3).run(profile, dataset).journal for _ in range(2)]
-    first, second = ([(n.action, n.parent_id, n.plan, n.metric) for n in journal] for journal in runs)
-    assert first == second and len(first) == 5
+    first, second = ([(n.action, n.parent_id, n.plan, n.metric, n.members) for n in journal] for journal in runs)
+    assert first == second
+    # 2 drafts and 3 steps; then the search's own final combination of its verified nodes (AUC: a weighted
+    # average, a rank average and a linear stack, those that keep two members), the same on both runs
+    singles = [n for n in runs[0] if not n.members]
+    combined = [n for n in runs[0] if n.members]
+    assert len(singles) == 5 and combined and list(runs[0].nodes[5:]) == combined
 
 
 def test_agent_solve_runs_the_tree_search_within_its_budget(tmp_path):
@@ -363,15 +368,17 @@ def test_use_kb_search_composes_and_names_retrieved_tricks(tmp_path, make_kb):
         earlier = [t for ancestor in journal.path(journal.parent(improved)) if ancestor.trick
                    for t in ancestor.trick.ids]
         assert improved.trick.id not in earlier
-    # an ensembling card is retrieved for a table, so the search ends by combining its best nodes: a weighted
-    # average, a rank average (AUC) and a linear stack, each a verified node
+    # the search ends by combining its best nodes (a weighted average, a rank average (AUC) and a linear stack, each
+    # a verified node); it would without knowledge too, so the retrieved ensembling card is only named in the plan
     combined = [node for node in journal if node.members]
     assert combined == list(journal.nodes[-len(combined):])
     kinds = {node.spec["model"]["params"].get("link", "average"): node for node in combined}
     assert set(kinds) <= {"average", "rank", "logit"} and "average" in kinds
     for node in combined:
         assert len(node.members) >= 2 and node.parent_id in node.members and node.candidate.trainer == "ensemble"
-        assert node.trick.op in BLEND_OPS and f"as trick {node.trick.id} '" in node.plan
+        assert node.trick is None and "the search's final combination, as trick " in node.plan
+        named = node.plan.split("as trick ", 1)[1].split(" ", 1)[0]
+        assert (base.get(named).recipe or {}).get("op") in BLEND_OPS
         assert node.valid and len(node.spec["model"]["params"]["weights"]) == len(node.members)
     blend = kinds["average"]
     assert sum(blend.spec["model"]["params"]["weights"]) == pytest.approx(1.0)
@@ -383,6 +390,13 @@ def test_use_kb_search_composes_and_names_retrieved_tricks(tmp_path, make_kb):
     assert summary["trick_improvements"][1] == len(with_tricks) and summary["blend_gain"] >= 0
     trace = [json.loads(line) for line in (tmp_path / "run" / "trace.jsonl").read_text().splitlines()]
     assert trace[1]["trick"]["id"] == forest.trick.id and trace[1]["trick"]["source"]
+    # every trace line names where its trick came from: the bundled cards here
+    assert trace[1]["trick_source_kind"] == "card" and trace[1]["trick_file"] == forest.trick.source
+    assert trace[1]["trick_file"].endswith(".jsonl") and "trick_competition" in trace[1]
+    assert all(line["trick_source_kind"] is None for line in trace if line["trick"] is None)
+    assert run["tricks_by_source"] == journal.tricks_by_source()
+    assert run["tricks_by_source"]["applied"]["card"] >= 1 + len(forest.trick.related)
+    assert run["tricks_by_source"]["applied"]["write-up"] == run["tricks_by_source"]["applied"]["paper"] == 0
     submission = pd.read_csv(tmp_path / "run" / "submission.csv")  # a valid submission, scored on held-back answers
     sample = pd.read_csv(built.task_dir / "sample_submission.csv")
     assert list(submission.columns) == list(sample.columns) and submission["id"].equals(sample["id"])

