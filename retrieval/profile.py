@@ -253,7 +253,9 @@ def infer_positive_class(
         found = _named_label(labels, template, description)
         if found is not None:
             return found[0], f"{DESCRIPTION_FILE} says {found[1]!r}"
-    columns = {str(column) for column in submission_columns if column != id_column}
+    # The target's own column says nothing about which class it holds, even when a label has the target's name.
+    target_name = values.name if target is None else target
+    columns = {str(column) for column in submission_columns if column not in (id_column, target_name)}
     in_sample = [label for label in labels if _spellings(label) & columns]
     if len(in_sample) == 1:
         label = in_sample[0]

@@ -71,6 +71,14 @@ def test_sample_submission_column_named_after_a_class():
     assert (label, evidence) == ("good", "sample_submission.csv has a column named after class 'good'")
 
 
+def test_the_target_column_is_no_evidence_even_when_a_label_has_its_name():
+    # modeldata/stackoverflow: target "Remote" with labels "Remote" / "Not remote"
+    remote = pd.Series(["Not remote"] * 9 + ["Remote"], name="Remote")
+    label, evidence = infer_positive_class(remote, "Predict whether a respondent works remotely.", ("id", "Remote"),
+                                           id_column="id")
+    assert label == "Remote" and "minority class" in evidence and "sample_submission" not in evidence
+
+
 def test_description_phrase_outranks_the_weaker_probability_of():
     # "probability that X is Y" is explicit; a later "probability of good" does not undo it
     label, _ = infer_positive_class(STATUS, "The probability that Status is bad. (The probability of good is 1 minus it.)")
