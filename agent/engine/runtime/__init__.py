@@ -24,34 +24,7 @@ from .columns import (
 )
 from .cv import cross_validate, fold_scores, make_folds, out_of_fold
 from .encoders import AddMissingIndicators, FrequencyEncoding, NativeCategories, OrdinalCodes, RareLevels
-from .estimators import (
-    ColumnTransformer,
-    DummyClassifier,
-    DummyRegressor,
-    ExtraTreesClassifier,
-    ExtraTreesRegressor,
-    FunctionTransformer,
-    HistGradientBoostingClassifier,
-    HistGradientBoostingRegressor,
-    KFold,
-    LogisticRegression,
-    OneHotEncoder,
-    Pipeline,
-    PowerTransformer,
-    QuantileRegressor,
-    QuantileTransformer,
-    RandomForestClassifier,
-    RandomForestRegressor,
-    Ridge,
-    SimpleImputer,
-    StandardScaler,
-    StratifiedKFold,
-    TargetEncoder,
-    TransformedTargetRegressor,
-    VotingClassifier,
-    VotingRegressor,
-    np,
-)
+from .estimators import *  # noqa: F403 - every estimator rendered source may name (boosting ones when installed)
 from .features import (
     LAT_NAMES,
     LON_NAMES,
@@ -75,19 +48,6 @@ from .targets import shifted_exp, shifted_log
 from .taskio import encode_target, load_task, normalise_frame, read_table, submission_frame
 from .text import TextStats, TfidfSvd, TfidfText
 from .wrappers import ClassWeighted, EarlyStopped, SeedBagged, Wrapper
-
-try:  # the boosting libraries are optional: their model classes exist only when the library is installed
-    from .estimators import XGBClassifier, XGBRegressor
-except ImportError:
-    pass
-try:
-    from .estimators import LGBMClassifier, LGBMRegressor
-except ImportError:
-    pass
-try:
-    from .estimators import CatBoostClassifier, CatBoostRegressor
-except ImportError:
-    pass
 
 # The order solution.py concatenates the modules in: each may use only the names of the modules before it.
 MODULE_ORDER = (estimators, columns, encoders, features, text, wrappers, stacking, targets, metrics, cv, taskio)
