@@ -21,7 +21,7 @@ from agent.outputs.run_folder import RunFolderError
 from agent.search.journal import Node
 from agent.search.policy import SearchSettings
 from agent.solve import KnowledgeBaseMissing, SolveSettings, default_out_dir, solve_task
-from kb.config import resolve_home
+from cli.options import home_option
 from retrieval.profile import TaskProfile, TaskSetupError, profile_task
 
 _USER_ERRORS = (TaskSetupError, DatasetError, SpecError, RunDirError, RunFolderError, NotRenderableError,
@@ -34,12 +34,11 @@ def _fail(error: Exception) -> None:
 
 
 @click.group()
-@click.option("--home", type=click.Path(file_okay=False), default=None,
-              help="Knowledge-base folder (default: $CASEBOOK_HOME, else ./.casebook).")
+@home_option
 @click.pass_context
-def main(ctx: click.Context, home: str | None) -> None:
+def main(ctx: click.Context, home: Path) -> None:
     """casebook's ML engineering agent."""
-    ctx.obj = {"home": resolve_home(home)}
+    ctx.obj = {"home": home}
 
 
 @main.command()

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from kb.config import resolve_home
+from cli.options import home_option
 from kb.records import KINDS, STAGES, ScoredTrick
 
 out = Console(soft_wrap=True)
@@ -57,12 +58,11 @@ def _print_tricks(results: list[ScoredTrick], title: str) -> None:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--home", type=click.Path(file_okay=False), default=None,
-              help="Knowledge-base folder (default: $CASEBOOK_HOME or ./.casebook).")
+@home_option
 @click.pass_context
-def main(ctx: click.Context, home: str | None) -> None:
+def main(ctx: click.Context, home: Path) -> None:
     """casebook knowledge base: ingest write-ups and papers, then search their tricks."""
-    ctx.obj = {"home": resolve_home(home)}
+    ctx.obj = {"home": home}
 
 
 @main.command()
