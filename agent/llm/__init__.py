@@ -1,0 +1,1 @@
+"""The LLM path: an anthropic-backed proposer and coder (AutoMind), with the offline proposer as fallback."""
