@@ -54,6 +54,14 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def chroma_client(home: os.PathLike[str]):
+    """The chromadb client for a casebook home (the knowledge base's tricks, the case library's tasks)."""
+    import chromadb
+    from chromadb.config import Settings
+
+    return chromadb.PersistentClient(path=os.path.join(home, "chroma"), settings=Settings(anonymized_telemetry=False))
+
+
 class KnowledgeBase:
     def __init__(self, home: str | os.PathLike[str] | None = None, embedder: Embedder | None = None,
                  taxonomy: Taxonomy | None = None):
@@ -101,10 +109,7 @@ class KnowledgeBase:
 
     @cached_property
     def _chroma(self):
-        import chromadb
-        from chromadb.config import Settings
-
-        return chromadb.PersistentClient(path=str(self.home / "chroma"), settings=Settings(anonymized_telemetry=False))
+        return chroma_client(self.home)
 
     @cached_property
     def collection(self):
