@@ -13,6 +13,7 @@ from agent.engine.spec import ModelSpec, SolutionSpec, Step, ValidationSpec
 from agent.engine.trainers import Trainer, default_steps, lookup_trainer
 from agent.verify.findings import Evidence, Verdict
 from agent.verify.verifier import natural
+from kb.records import CARD, PAPER, SOURCE_KINDS, WRITE_UP, source_kind  # noqa: F401 - the agent's records name them too
 from retrieval.metrics import metric_info
 
 
@@ -122,21 +123,8 @@ def json_number(value: float) -> float | None:
 
 # Where a trick came from (AppliedTrick.source_kind): a hand-written trick card (the bundled data/knowledge/*.jsonl
 # or any other card file), a competition write-up, or a paper.
-CARD, WRITE_UP, PAPER = "card", "write-up", "paper"
-SOURCE_KINDS = (CARD, WRITE_UP, PAPER)
-CARD_SUFFIXES = (".json", ".jsonl")  # the files trick cards are written in (ingest.loaders reads them as cards)
-
-
-def trick_source_kind(kind: str, source: str) -> str:
-    """CARD, WRITE_UP or PAPER for a knowledge-base trick's `kind` and `source` (kb.records.Trick).
-
-    Ingest gives a paper's tricks kind "paper" (a paper summary, a full-paper JSON or a PDF). Trick cards and
-    write-ups both have kind "solution"; a card comes from a JSON or JSONL file of cards, a write-up from a
-    text, markdown, Kaggle .case or html file. A source may end in "#key" (one record of a file)."""
-    if kind == "paper":
-        return PAPER
-    path = source.split("#", 1)[0].strip().lower()
-    return CARD if path.endswith(CARD_SUFFIXES) else WRITE_UP
+# A trick's source kind (card, write-up or paper) is the knowledge base's rule, so `kb stats` counts as runs do.
+trick_source_kind = source_kind
 
 
 @dataclass(frozen=True)

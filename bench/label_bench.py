@@ -215,10 +215,10 @@ def pct(correct: int, n: int) -> str:
     return f"{correct}/{n} ({100 * correct / n:.0f}%)" if n else "n/a"
 
 
-def section(before: dict | None, after: dict) -> str:
+def section(before: dict | None, after: dict, before_name: str) -> str:
     lines = ["## Labels (issue 11)", "",
              "Command: `HF_HUB_OFFLINE=1 .venv/bin/python bench/label_bench.py --write bench/RESULTS.md --before "
-             "before.json`; \"before\" is the same script run on a `git worktree` of HEAD (8f8e1b9). The 186 shared "
+             f"before.json`; \"before\" is {before_name}. The 186 shared "
              "write-ups are ingested as doc_001.case ... and the 338 paper summaries as one JSON file with keys "
              "paper_001 ..., into a fresh KB. A document's top-level is the majority of its tricks' first labels.", "",
              "| documents | n | top-level before | top-level after | subcategory before | subcategory after |",
@@ -248,6 +248,8 @@ def main() -> None:
     parser.add_argument("--tune-only", action="store_true", help="print only the documents used for tuning")
     parser.add_argument("--write", type=Path, default=None, help="RESULTS.md to update")
     parser.add_argument("--before", type=Path, default=None, help="a --json result of the HEAD code")
+    parser.add_argument("--before-name", default="the same script run on the HEAD code",
+                        help="what the --before result is, for the RESULTS text")
     parser.add_argument("--notes", type=Path, default=None, help="a text appended to the RESULTS section")
     args = parser.parse_args()
     if not (args.shared / "corpus/kaggle_writeups").is_dir():
@@ -261,7 +263,7 @@ def main() -> None:
     if args.write:
         from bench.results import write_section
         before = json.loads(args.before.read_text(encoding="utf-8")) if args.before else None
-        text = section(before, result)
+        text = section(before, result, args.before_name)
         if args.notes:
             text += "\n" + args.notes.read_text(encoding="utf-8").strip() + "\n"
         write_section(args.write, text)

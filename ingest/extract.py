@@ -50,7 +50,7 @@ _CHATTER = re.compile(
     r"(thank|congrat|grateful|kudos|shout ?out|teammate|my team|our team|kaggle team|organi[sz]er|"
     r"medal|gold|silver|bronze|happy|excited|lucky|learned a lot|first competition|"
     r"upvote|github|notebook here|code here|link|here is|you can find|see you|cheers|\bsorry\b|"
-    r"private lb|public lb|leaderboard|shake|rank|place\b)",
+    r"private lb|public lb|leaderboard|shake|\brank(?:ed|ing)?\b(?![- ]?(?:averag|gauss|transform|based))|place\b)",
     re.IGNORECASE,
 )
 # Words every ML sentence has; alone they do not make a technique.
@@ -62,7 +62,8 @@ _NOISE = [
     (re.compile(r"\[([^\]\n]*)\]\([^)\n]*\)?"), r"\1"),  # links keep their words
     (re.compile(r"https?://\S+"), " "),
     (re.compile(r"<[^>]+>"), " "),
-    (re.compile(r"[*_`]{1,3}"), ""),
+    # Emphasis and code marks; an underscore only at a word's edge, so names such as num_leaves stay whole.
+    (re.compile(r"[*`]{1,3}|(?<!\w)_{1,3}|_{1,3}(?!\w)"), ""),
     (re.compile(r"@\w+"), " "),
 ]
 

@@ -18,6 +18,22 @@ STAGES: tuple[str, ...] = (
     "other",
 )
 KINDS: tuple[str, ...] = ("solution", "paper")
+# Where a trick came from, finer than its kind: a hand-written card, a solution write-up or a paper.
+CARD, WRITE_UP, PAPER = "card", "write-up", "paper"
+SOURCE_KINDS = (CARD, WRITE_UP, PAPER)
+CARD_SUFFIXES = (".json", ".jsonl")  # the files trick cards are written in (ingest.loaders reads them as cards)
+
+
+def source_kind(kind: str, source: str) -> str:
+    """CARD, WRITE_UP or PAPER for a trick's `kind` and `source`.
+
+    Ingest gives a paper's tricks kind "paper" (a paper summary, a full-paper JSON or a PDF). Trick cards and
+    write-ups both have kind "solution"; a card comes from a JSON or JSONL file of cards, a write-up from a
+    text, markdown, Kaggle .case or html file. A source may end in "#key" (one record of a file)."""
+    if kind == "paper":
+        return PAPER
+    path = source.split("#", 1)[0].strip().lower()
+    return CARD if path.endswith(CARD_SUFFIXES) else WRITE_UP
 
 
 @dataclass(frozen=True)
@@ -26,7 +42,9 @@ class Trick:
 
     `labels` are hierarchical "Top-level / Subcategory" strings, most relevant first.
     `recipe` is an optional executable hint for the agent: {"op": name, "params": {...}}
-    with op names from data/recipes.json.
+    with op names from data/recipes.json: a card's own, or compiled from the text at ingest
+    (ingest.compile), when `recipe_why` says which words it was read from and `recipe_confidence` how sure
+    the compiler was.
     """
 
     id: str
@@ -39,6 +57,12 @@ class Trick:
     competition: str | None = None
     rank: int | None = None
     recipe: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
+    recipe_why: str | None = field(default=None, compare=False)
+    recipe_confidence: float | None = field(default=None, compare=False)  # None: not compiled (a card's own)
+
+    @property
+    def source_kind(self) -> str:
+        return source_kind(self.kind, self.source)
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
@@ -71,6 +95,8 @@ class Trick:
             competition=record.get("competition"),
             rank=record.get("rank"),
             recipe=recipe,
+            recipe_why=record.get("recipe_why"),
+            recipe_confidence=record.get("recipe_confidence"),
         )
 
 

@@ -72,7 +72,7 @@ GBDT_PRESETS = {
                 "min_child_samples": 20, "subsample": 0.8, "colsample_bytree": 0.8},
 }
 # gbdt_params takes these beyond data/recipes.json's list (the cards use them).
-GBDT_EXTRA_PARAMS = ("monotone_constraints", "tweedie_variance_power", "boosting_type", "alpha")
+GBDT_EXTRA_PARAMS = ("monotone_constraints", "tweedie_variance_power", "alpha")
 # objective -> (XGBoost objective, HistGradientBoosting loss); None: that library has no such loss.
 _OBJECTIVES = {
     "regression": ("reg:squarederror", "squared_error"), "rmse": ("reg:squarederror", "squared_error"),
@@ -176,14 +176,14 @@ def _class_weights(candidate: SolutionCandidate, params: Mapping[str, Any], plac
 
 def _stopping(candidate: SolutionCandidate, op: str, rounds: int, budget: int | None,
               learning_rate: float | None = None) -> SolutionCandidate:
-    _require(candidate, op, ("hist_gradient_boosting", "xgboost", "lightgbm"))
+    """Early stopping on each CV validation fold (runtime.EarlyStopped), with the trees capped at `budget` (at least
+    1,000, or 2,000 for the libraries that keep their best iteration, when not given)."""
+    _require(candidate, op, GBDT_TRAINERS)
     changes: dict[str, Any] = {} if learning_rate is None else {"learning_rate": float(learning_rate)}
-    if candidate.trainer == "hist_gradient_boosting":
-        trees = int(budget or max(int(candidate.params.get("max_iter", 100)), 1000))
-        changes.update(early_stopping=True, n_iter_no_change=int(rounds), max_iter=trees)
-    else:
-        trees = int(budget or max(int(candidate.params.get("n_estimators", 400)), 2000))
-        changes.update(early_stopping_rounds=int(rounds), n_estimators=trees)
+    facts = TRAINER_FACTS[candidate.trainer]
+    floor = 1000 if candidate.trainer == "hist_gradient_boosting" else 2000
+    trees = int(budget or max(int(candidate.params.get(facts.rounds_param, facts.default_rounds)), floor))
+    changes.update({"early_stopping_rounds": int(rounds), facts.rounds_param: trees})
     return _set_params(candidate, changes)
 
 
@@ -200,7 +200,7 @@ def _low_lr_more_trees(candidate: SolutionCandidate, params: Mapping[str, Any], 
 
 def _native_categorical(candidate: SolutionCandidate, params: Mapping[str, Any],
                         place: StepPlacer) -> SolutionCandidate:
-    _require(candidate, "native_categorical", ("hist_gradient_boosting", "xgboost", "lightgbm"))
+    _require(candidate, "native_categorical", ("hist_gradient_boosting", "xgboost", "lightgbm", "catboost"))
     changed = place(candidate, Step("native_categorical", dict(params)))
     model = {
         "xgboost": {"enable_categorical": True, "max_cat_to_onehot": int(params.get("max_cat_to_onehot", 4))},

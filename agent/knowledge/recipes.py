@@ -9,17 +9,16 @@ checks that need values, a sample of train.csv) and how to apply itself to a can
   - "target" recipes set the candidate's target transform.
   - "model" recipes change the trainer or its parameters (agent.knowledge.model_recipes).
 When a recipe applies is agent.knowledge.conditions.
-Names, stages, descriptions and default parameters come from data/recipes.json; the ops there that are not
-a change to one candidate (ensembles, searches, validation schemes, post-processing...) are in LEFT_OUT.
+Names, stages, descriptions and default parameters come from data/recipes.json (kb.recipes), where these ops say
+`"executed_by": "candidate"`; the ops there that are not a change to one candidate (ensembles and searches, which
+the tree search runs; validation schemes, post-processing...) are in LEFT_OUT with the reason.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,10 +30,8 @@ from agent.engine.steps import BUILTIN_STEPS, TARGET_OPS, CompileContext
 from agent.engine.trainers import default_steps, lookup_trainer, trainer_registry
 from agent.knowledge.conditions import CONDITIONS, Condition
 from agent.knowledge.model_recipes import GBDT_EXTRA_PARAMS, GBDT_PRESETS, MODEL_OPS
-from kb.config import data_path
+from kb.recipes import RECIPES_PATH, recipe_specs
 from retrieval.profile import TaskProfile
-
-RECIPES_PATH = data_path("recipes.json")  # data/recipes.json, as installed
 
 # Ops of data/recipes.json that are not one change to one candidate, and why.
 LEFT_OUT: dict[str, str] = {
@@ -88,6 +85,32 @@ class Recipe:
     kind: str  # "step" | "target" | "model"
     condition: Condition = field(default=lambda profile: None, repr=False, compare=False)
     accepted: frozenset[str] = field(default=frozenset(), repr=False, compare=False)  # parameter names it takes
+    column_params: tuple[str, ...] = field(default=(), repr=False, compare=False)  # parameters holding column names
+
+    def for_task(self, params: Mapping[str, Any] | None, profile: TaskProfile) -> tuple[dict[str, Any], str]:
+        """The parameters with the column names this task has, spelled as in its table (a trick read from another
+        competition's write-up names that competition's columns); a column parameter naming a column the task does
+        not have is left to the op's default, and the note says which."""
+        params, dropped = dict(params or {}), []
+        spelling = {column.name.lower(): column.name for column in profile.columns}
+
+        def own(value: Any) -> Any:
+            if isinstance(value, str):
+                return spelling.get(value.lower())
+            if isinstance(value, list | tuple):
+                names = [own(item) for item in value]
+                return None if any(name is None for name in names) else type(value)(names)
+            return value
+
+        for name in self.column_params:
+            if params.get(name) is None:
+                continue
+            found = own(params[name])
+            if found is None:
+                dropped.append(f"{name}={params.pop(name)!r}")
+            else:
+                params[name] = found
+        return params, (f"the task has no column for {', '.join(dropped)}" if dropped else "")
 
     def applies(self, profile: TaskProfile) -> bool:
         return self.why_not(profile) is None
@@ -177,28 +200,28 @@ def _first_of(ops: list[str], names: tuple[str, ...], default: int) -> int:
     return next((index for index, op in enumerate(ops) if op in names), default)
 
 
-
-
 @lru_cache(maxsize=1)
 def _catalogue() -> dict[str, Recipe]:
-    specs = json.loads(Path(RECIPES_PATH).read_text(encoding="utf-8"))["ops"]
     recipes = {}
-    for op, spec in specs.items():
+    for op, vocabulary in recipe_specs().items():
+        # The catalogue's own invariant: the ops data/recipes.json says a candidate executes are those with a condition.
+        assert (vocabulary.executed_by == "candidate") == (op in CONDITIONS), \
+            f"{op}: executed_by={vocabulary.executed_by!r} in {RECIPES_PATH}, but {'a' if op in CONDITIONS else 'no'} condition"
         if op not in CONDITIONS:
             continue
         if op in MODEL_OPS:
             kind = "model"
-            accepted = set(spec["params"]) | (set(BUILTIN_STEPS[op].defaults) if op in BUILTIN_STEPS else set())
+            accepted = set(vocabulary.params) | (set(BUILTIN_STEPS[op].defaults) if op in BUILTIN_STEPS else set())
             accepted |= set(GBDT_EXTRA_PARAMS) if op == "gbdt_params" else set()
         elif op in TARGET_OPS:
             kind, accepted = "target", set(TARGET_OPS[op].defaults)
         else:
             kind = "step"
             accepted = set(BUILTIN_STEPS[op].defaults) | set(BUILTIN_STEPS[op].fixed)
-        missing = set(spec["params"]) - accepted
+        missing = set(vocabulary.params) - accepted
         assert not missing, f"{op}: recipe parameters {missing} are not accepted"  # the catalogue's own invariant
-        recipes[op] = Recipe(op, spec["stage"], spec["description"], dict(spec["params"]), kind,
-                             CONDITIONS[op], frozenset(accepted))
+        recipes[op] = Recipe(op, vocabulary.stage, vocabulary.description, dict(vocabulary.params), kind,
+                             CONDITIONS[op], frozenset(accepted), vocabulary.column_params)
     return recipes
 
 
@@ -214,8 +237,8 @@ def applicable(profile: TaskProfile) -> list[Recipe]:
 
 def left_out() -> dict[str, str]:
     """Ops of data/recipes.json that are not in the catalogue, with the reason."""
-    specs = json.loads(Path(RECIPES_PATH).read_text(encoding="utf-8"))["ops"]
-    return {op: LEFT_OUT.get(op, "not implemented") for op in specs if op not in _catalogue()}
+    return {op: LEFT_OUT.get(op, "not implemented") for op in recipe_specs() if op not in _catalogue()}
 
 
-__all__ = ["Recipe", "catalogue", "applicable", "left_out", "materialised_steps", "LEFT_OUT", "GBDT_PRESETS"]
+__all__ = ["Recipe", "catalogue", "applicable", "left_out", "materialised_steps", "LEFT_OUT", "GBDT_PRESETS",
+           "RECIPES_PATH"]

