@@ -1,0 +1,601 @@
+"""The case library's records: what a task is (its signature, its description and structure in words), what
+worked on it (positive memories), what failed (negative memories), and what a new task gets back (`Recall`).
+
+Every record is a frozen dataclass that turns into JSON and back (`to_dict` / `from_dict`): the store keeps the
+JSON. No record holds a test label, a test prediction or an out-of-fold prediction: scores are CV means, specs
+are preprocessing and model parameters, error texts are the last line of a candidate's traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from agent.candidate import AppliedTrick, SolutionCandidate
+from agent.engine.spec import SolutionSpec, Step, insert_before
+from ingest.loaders import file_sha256
+from retrieval.profile import TRAIN_FILE, TaskProfile
+
+# Kinds of memory. Positive: a verified node that beat its parent, and a run's verified solution.
+IMPROVEMENT, SOLUTION = "improvement", "solution"
+# Negative: a node that failed to run or was rejected, a node that was rejected for leakage, a trick or change
+# that did not beat its parent (by how much), a run that ended without a verified solution, a task that could not
+# be set up.
+ERROR, LEAKAGE, WORSE, NO_SOLUTION, SETUP = "error", "leakage", "worse", "no_solution", "setup"
+POSITIVE_KINDS = (IMPROVEMENT, SOLUTION)
+NEGATIVE_KINDS = (ERROR, LEAKAGE, WORSE, NO_SOLUTION, SETUP)
+# What says the task itself failed (Agent K's negative memory of a task): forgotten once the task is solved.
+TASK_FAILURES = (NO_SOLUTION, SETUP)
+
+# Training rows in words (the size bucket of a signature, and the structure text).
+_ROW_WORDS = ((1_000, "tiny"), (10_000, "small"), (100_000, "medium-sized"), (float("inf"), "large"))
+_COLUMN_WORDS = ((10, "narrow"), (50, "medium-width"), (float("inf"), "wide"))
+_KIND_WORDS = {"numeric": "numeric", "categorical": "categorical", "datetime": "date or time", "text": "free-text",
+               "id": "identifier"}
+_ERROR_CLASS = re.compile(r"\b([A-Z]\w*(?:Error|Exception))\b")
+_MESSAGE_LIMIT = 300  # characters of an error's last line kept
+_MISSING = object()
+
+
+def _word(count: float, words: tuple[tuple[float, str], ...]) -> str:
+    return next(word for bound, word in words if count < bound)
+
+
+# ---------------------------------------------------------------------------------------------- the task
+
+
+def task_key(task_dir: str | Path, target: str | None = None) -> str:
+    """What identifies a task across runs and folders: train.csv's bytes and the target column. A copy of a table
+    in another folder is the same task, so its memories stay its own (never leak); without a readable train.csv,
+    the folder's name."""
+    path = Path(task_dir) / TRAIN_FILE
+    content = file_sha256(path) if path.is_file() else f"folder:{Path(task_dir).resolve().name}"
+    return hashlib.sha256(f"{content}\0{target or ''}".encode()).hexdigest()[:16]
+
+
+def description_text(profile: TaskProfile) -> str:
+    """The text behind a task's description embedding (Agent K's Sim): description.md, or a line naming the target."""
+    return profile.description.strip() or f"{profile.name}: predict {profile.target} ({profile.task_type})."
+
+
+def structure_text(profile: TaskProfile) -> str:
+    """Files, sizes, rows, columns, column kinds and modality in plain words (Agent K's Diff). Sizes come as words
+    ("a small table of 1,234 rows") with the exact count beside them: the embedding model reads words better."""
+    kinds: dict[str, list] = {}
+    for column in profile.columns:
+        kinds.setdefault(column.kind, []).append(column)
+    parts = []
+    for kind, columns in sorted(kinds.items(), key=lambda item: (-len(item[1]), item[0])):
+        part = f"{len(columns)} {_KIND_WORDS.get(kind, kind)}"
+        if kind == "categorical":
+            part += f" (up to {max(column.cardinality for column in columns):,} levels)"
+        parts.append(part)
+    target = {"binary": "a binary class", "multiclass": "one of several classes",
+              "regression": "a continuous number"}.get(profile.task_type, profile.task_type)
+    if profile.class_balance is not None:
+        target += f" (rarest class {profile.class_balance:.0%})"
+    return (f"{profile.modality} data. A {_word(profile.n_rows, _ROW_WORDS)} table: {profile.n_rows:,} training rows, "
+            f"{profile.n_cols} columns ({_word(profile.n_cols, _COLUMN_WORDS)}); feature columns: "
+            f"{', '.join(parts) or 'none'}; {profile.missing_share:.0%} of values missing. "
+            f"The target is {target}. Files: {files_text(profile.task_dir, profile.files)}.")
+
+
+def files_text(task_dir: str | Path, files: Sequence[str]) -> str:
+    """The task's files with their sizes, e.g. "train.csv (120 KiB), test.csv (40 KiB)"."""
+    sizes = []
+    for name in files:
+        path = Path(task_dir) / name
+        if path.is_file():
+            size = path.stat().st_size
+            sizes.append(f"{name} ({size / 1024:,.0f} KiB)" if size >= 1024 else f"{name} ({size} bytes)")
+    return ", ".join(sizes) or "none"
+
+
+@dataclass(frozen=True)
+class TaskSignature:
+    """What a memory says about the task it came from: what was to be predicted, how it was scored, what data."""
+
+    labels: tuple[str, ...]
+    task_type: str
+    metric: str
+    modality: str
+    column_kinds: tuple[tuple[str, int], ...]  # (kind, number of feature columns of that kind), kinds sorted
+    size_bucket: str  # the training rows in words: tiny (< 1,000), small, medium-sized, large (>= 100,000)
+    n_rows: int
+    n_cols: int
+
+    @classmethod
+    def of(cls, profile: TaskProfile) -> TaskSignature:
+        counts: dict[str, int] = {}
+        for column in profile.columns:
+            counts[column.kind] = counts.get(column.kind, 0) + 1
+        return cls(tuple(profile.labels), profile.task_type, profile.metric, profile.modality,
+                   tuple(sorted(counts.items())), _word(profile.n_rows, _ROW_WORDS), profile.n_rows, profile.n_cols)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"labels": list(self.labels), "task_type": self.task_type, "metric": self.metric,
+                "modality": self.modality, "column_kinds": dict(self.column_kinds), "size_bucket": self.size_bucket,
+                "n_rows": self.n_rows, "n_cols": self.n_cols}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TaskSignature:
+        return cls(tuple(data.get("labels") or ()), data["task_type"], data["metric"], data.get("modality", ""),
+                   tuple(sorted((data.get("column_kinds") or {}).items())), data.get("size_bucket", ""),
+                   int(data.get("n_rows", 0)), int(data.get("n_cols", 0)))
+
+
+@dataclass(frozen=True)
+class TaskMemory:
+    """One task as the case library knows it: what the curriculum embeds (description, structure) and how it went."""
+
+    task_key: str
+    name: str
+    description: str  # description_text
+    structure: str  # structure_text (for a task that could not be set up: its files)
+    signature: TaskSignature | None  # None for a task that could not be set up
+    solved: bool  # a run of it ended with a verified, refitted solution
+    best_score: float | None = None  # the best verified CV score, in the metric's own units
+    metric: str | None = None
+    runs: int = 0  # runs started on it
+    last_run_at: str | None = None  # when the latest run started (ISO 8601, UTC)
+
+    @property
+    def failed(self) -> bool:
+        """Tried and never solved: the curriculum's negative memory."""
+        return self.runs > 0 and not self.solved
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task_key": self.task_key, "name": self.name, "description": self.description,
+                "structure": self.structure, "signature": self.signature.to_dict() if self.signature else None,
+                "solved": self.solved, "failed": self.failed, "best_score": self.best_score, "metric": self.metric,
+                "runs": self.runs, "last_run_at": self.last_run_at}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TaskMemory:
+        signature = data.get("signature")
+        return cls(data["task_key"], data["name"], data.get("description") or "", data.get("structure") or "",
+                   TaskSignature.from_dict(signature) if signature else None, bool(data.get("solved")),
+                   data.get("best_score"), data.get("metric"), int(data.get("runs") or 0), data.get("last_run_at"))
+
+
+# ---------------------------------------------------------------------------------------------- a change
+
+
+def _steps(candidate: SolutionCandidate) -> tuple[Step, ...]:
+    return tuple(candidate.steps or ())
+
+
+@dataclass(frozen=True)
+class Change:
+    """What turned one candidate into another, as an edit that can be made again on another task's candidate:
+    another model family (with its own preprocessing), steps added (before the op that followed them), removed or
+    re-parametrised, model parameters set or dropped, another target transform."""
+
+    trainer: str | None = None  # another model family; `steps` is then its whole preprocessing
+    steps: tuple[Step, ...] | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)  # model parameters set to these values
+    dropped_params: tuple[str, ...] = ()
+    added: tuple[tuple[Step, str | None], ...] = ()  # (step, the op it came before; None: at the end)
+    removed: tuple[str, ...] = ()
+    altered: tuple[Step, ...] = ()  # steps kept, with these parameters
+    target_changed: bool = False
+    target_transform: Step | None = None
+
+    @classmethod
+    def between(cls, old: SolutionCandidate, new: SolutionCandidate) -> Change:
+        target = (old.target_transform != new.target_transform, new.target_transform)
+        if old.trainer != new.trainer:
+            return cls(new.trainer, new.steps, dict(new.params), target_changed=True,
+                       target_transform=new.target_transform)
+        old_steps = {step.op: step for step in _steps(old)}
+        new_steps = _steps(new)
+        new_ops = [step.op for step in new_steps]
+        added = tuple((step, next((op for op in new_ops[index + 1:] if op in old_steps), None))
+                      for index, step in enumerate(new_steps) if step.op not in old_steps)
+        altered = tuple(step for step in new_steps if step.op in old_steps and step != old_steps[step.op])
+        params = {name: value for name, value in new.params.items() if old.params.get(name, _MISSING) != value}
+        return cls(None, None, params, tuple(sorted(set(old.params) - set(new.params))), added,
+                   tuple(op for op in old_steps if op not in new_ops), altered, *target)
+
+    @property
+    def ops(self) -> tuple[str, ...]:
+        """The step ops the change needs in the candidate it is made on (removed or re-parametrised)."""
+        return (*self.removed, *(step.op for step in self.altered))
+
+    @property
+    def op(self) -> str:
+        """The change in one word, the key its measured effect is aggregated under: the op added (a recipe op, as a
+        trick's), else the op re-parametrised, the op dropped, the target transform, the model parameters set,
+        or the model family switched to."""
+        if self.trainer is not None:
+            return f"trainer:{self.trainer}"
+        if self.added:
+            return self.added[0][0].op
+        if self.altered:
+            return self.altered[0].op
+        if self.removed:
+            return f"drop:{self.removed[0]}"
+        if self.target_changed:
+            return self.target_transform.op if self.target_transform else "raw_target"
+        if self.params or self.dropped_params:
+            return "params:" + ",".join(sorted({*self.params, *self.dropped_params}))
+        return "none"
+
+    def describe(self) -> str:
+        if self.trainer is not None:
+            ops = ", ".join(step.op for step in self.steps or ()) or "no preprocessing"
+            params = f" ({_params_text(self.params)})" if self.params else ""
+            return f"switch to {self.trainer}{params} with {ops}"
+        parts = [*(f"remove {op}" for op in self.removed),
+                 *(f"add {step.op}" + (f" ({_params_text(step.params)})" if step.params else "")
+                   for step, _ in self.added),
+                 *(f"set {step.op} ({_params_text(step.params)})" for step in self.altered)]
+        if self.params:
+            parts.append(f"set {_params_text(self.params)}")
+        if self.dropped_params:
+            parts.append(f"drop parameter(s) {', '.join(self.dropped_params)}")
+        if self.target_changed:
+            parts.append(f"model {'the raw target' if self.target_transform is None else self.target_transform.op}")
+        return "; ".join(parts) or "no change"
+
+    def apply(self, candidate: SolutionCandidate) -> SolutionCandidate | None:
+        """The same edit made on `candidate`; None when it does not fit (a step it removes or re-parametrises is
+        missing there, or model parameters would land on another model family)."""
+        if self.trainer is not None:
+            return SolutionCandidate(self.trainer, dict(self.params), "", self.steps, self.target_transform)
+        steps = list(_steps(candidate))
+        ops = [step.op for step in steps]
+        if any(op not in ops for op in self.ops):
+            return None
+        altered = {step.op: step for step in self.altered}
+        steps = [altered.get(step.op, step) for step in steps if step.op not in self.removed]
+        for step, before in self.added:
+            if step.op not in {s.op for s in steps}:
+                steps = list(insert_before(steps, [step], (before,) if before else ()))
+        params = {**{k: v for k, v in candidate.params.items() if k not in self.dropped_params}, **self.params}
+        target = self.target_transform if self.target_changed else candidate.target_transform
+        return replace(candidate, params=params, steps=tuple(steps), target_transform=target)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"trainer": self.trainer, "steps": None if self.steps is None else [s.to_dict() for s in self.steps],
+                "params": dict(self.params), "dropped_params": list(self.dropped_params),
+                "added": [{"step": step.to_dict(), "before": before} for step, before in self.added],
+                "removed": list(self.removed), "altered": [step.to_dict() for step in self.altered],
+                "target_changed": self.target_changed,
+                "target_transform": self.target_transform.to_dict() if self.target_transform else None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Change:
+        steps = data.get("steps")
+        target = data.get("target_transform")
+        return cls(data.get("trainer"), None if steps is None else tuple(Step.from_dict(s) for s in steps),
+                   dict(data.get("params") or {}), tuple(data.get("dropped_params") or ()),
+                   tuple((Step.from_dict(item["step"]), item.get("before")) for item in data.get("added") or ()),
+                   tuple(data.get("removed") or ()), tuple(Step.from_dict(s) for s in data.get("altered") or ()),
+                   bool(data.get("target_changed")), Step.from_dict(target) if target else None)
+
+
+def _params_text(params: Mapping[str, Any]) -> str:
+    return ", ".join(f"{name}={value}" for name, value in params.items())
+
+
+# ---------------------------------------------------------------------------------------------- memories
+
+
+def error_class(text: str) -> str | None:
+    """The exception class a traceback ends with ("ValueError"), None when it names none (a timeout, a crash)."""
+    found = _ERROR_CLASS.findall(text or "")
+    return found[-1] if found else None
+
+
+def error_message(text: str) -> str:
+    """The line that says what went wrong: the last line naming an exception, else the last line."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    named = [line for line in lines if _ERROR_CLASS.search(line)]
+    return (named[-1] if named else lines[-1] if lines else "")[:_MESSAGE_LIMIT]
+
+
+def failure_message(error: str, output: str = "") -> str:
+    """What a failed node's memory says went wrong: its error's line, else the verifier's reason."""
+    return error_message(error) or error_message(output)
+
+
+def message_key(message: str) -> str:
+    """An error message without its particulars (quoted names, numbers), so the same error on another table
+    compares equal."""
+    text = re.sub(r"(['\"`]).*?\1", "<name>", message.lower())
+    return re.sub(r"\d+(\.\d+)?", "<n>", text).strip()
+
+
+@dataclass(frozen=True)
+class PositiveMemory:
+    """A verified node that beat its verified parent: the trick (or built-in change) and by how much."""
+
+    id: str
+    task_key: str
+    task_name: str
+    run_id: str
+    signature: TaskSignature
+    node_id: int
+    action: str  # improve
+    trainer: str  # the node's model family (a trick's effect depends on it)
+    op: str  # the trick's recipe op, else Change.op
+    change: Change  # parent -> node
+    trick: AppliedTrick | None  # the retrieved trick applied (op, params, source kind and file), if one
+    metric: str
+    score_before: float  # the parent's CV score, in the metric's own units
+    score_after: float
+    delta: float  # the change of the greater-is-better score (positive: better)
+    gain: float  # delta relative to the parent's score: comparable across metrics and tables
+    plan: str
+    created_at: str = ""
+    kind: str = IMPROVEMENT
+    polarity = "positive"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "polarity": self.polarity, "task_key": self.task_key,
+                "task_name": self.task_name, "run_id": self.run_id, "signature": self.signature.to_dict(),
+                "node_id": self.node_id, "action": self.action, "trainer": self.trainer, "op": self.op,
+                "change": self.change.to_dict(),
+                "trick": self.trick.to_dict() if self.trick else None, "metric": self.metric,
+                "score_before": self.score_before, "score_after": self.score_after, "delta": self.delta,
+                "gain": self.gain, "plan": self.plan, "created_at": self.created_at}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PositiveMemory:
+        return cls(data["id"], data["task_key"], data["task_name"], data["run_id"],
+                   TaskSignature.from_dict(data["signature"]), int(data["node_id"]), data["action"], data["trainer"],
+                   data["op"],
+                   Change.from_dict(data["change"]), AppliedTrick.from_dict(data["trick"]) if data.get("trick") else None,
+                   data["metric"], float(data["score_before"]), float(data["score_after"]), float(data["delta"]),
+                   float(data["gain"]), data.get("plan", ""), data.get("created_at", ""))
+
+
+@dataclass(frozen=True)
+class SolutionMemory:
+    """A run's verified solution: the best spec, the best single-model spec (drafts start from it: a blend is the
+    search's own last step), its solution.py and its final CV score."""
+
+    id: str
+    task_key: str
+    task_name: str
+    run_id: str
+    signature: TaskSignature
+    metric: str
+    score: float  # the best verified CV score, in the metric's own units
+    oriented_score: float  # the same, greater is better
+    spec: Mapping[str, Any]  # SolutionSpec.to_dict() of the best node
+    single_spec: Mapping[str, Any]  # the best node that is not a combination
+    single_score: float  # its CV score, in the metric's own units
+    solution: str  # solution.py
+    nodes: int  # nodes the run evaluated
+    best_node: int
+    created_at: str = ""
+    kind: str = SOLUTION
+    polarity = "positive"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "polarity": self.polarity, "task_key": self.task_key,
+                "task_name": self.task_name, "run_id": self.run_id, "signature": self.signature.to_dict(),
+                "metric": self.metric, "score": self.score, "oriented_score": self.oriented_score,
+                "spec": dict(self.spec), "single_spec": dict(self.single_spec), "single_score": self.single_score,
+                "solution": self.solution, "nodes": self.nodes, "best_node": self.best_node,
+                "created_at": self.created_at}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SolutionMemory:
+        return cls(data["id"], data["task_key"], data["task_name"], data["run_id"],
+                   TaskSignature.from_dict(data["signature"]), data["metric"], float(data["score"]),
+                   float(data["oriented_score"]), dict(data["spec"]), dict(data["single_spec"]),
+                   float(data["single_score"]), data.get("solution", ""), int(data.get("nodes", 0)),
+                   int(data.get("best_node", 0)), data.get("created_at", ""))
+
+    @property
+    def single_candidate(self) -> SolutionCandidate:
+        spec = SolutionSpec.from_dict(self.single_spec)
+        return SolutionCandidate(spec.model.name, dict(spec.model.params), "", spec.steps, spec.target_transform)
+
+
+@dataclass(frozen=True)
+class Repair:
+    """The debug step that turned a failed node into a verified one."""
+
+    node_id: int
+    change: Change
+    plan: str  # the debug node's plan (the diagnosis)
+    score: float  # the repaired node's CV score, in the metric's own units
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node_id": self.node_id, "change": self.change.to_dict(), "plan": self.plan, "score": self.score}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Repair:
+        return cls(int(data["node_id"]), Change.from_dict(data["change"]), data.get("plan", ""), float(data["score"]))
+
+
+@dataclass(frozen=True)
+class NegativeMemory:
+    """What failed: a node that failed to run or was rejected (ERROR, LEAKAGE; with the repair that worked, once
+    one did), a trick or change that did not beat its parent (WORSE, by how much), a run without a verified
+    solution (NO_SOLUTION), a task that could not be set up (SETUP)."""
+
+    id: str
+    kind: str  # one of NEGATIVE_KINDS
+    task_key: str
+    task_name: str
+    run_id: str | None
+    signature: TaskSignature | None  # None for SETUP
+    message: str = ""  # what went wrong, in words (the error's last line, the verifier's reason, the set-up error)
+    node_id: int | None = None
+    action: str | None = None
+    trainer: str | None = None
+    ops: tuple[str, ...] = ()  # the failed candidate's steps
+    candidate: SolutionCandidate | None = None  # the failed candidate (ERROR, LEAKAGE), without its rationale
+    failure: str | None = None  # the verdict's failure kind (agent.verify.findings.FAILURES)
+    error_class: str | None = None  # the exception class, when the run raised one
+    failed_op: str | None = None  # the step that failed: the leak's op, else the op its repair changed
+    op: str | None = None  # WORSE: the trick's recipe op, else Change.op
+    change: Change | None = None  # WORSE: parent -> node
+    trick: AppliedTrick | None = None  # WORSE: the trick that did not help
+    metric: str | None = None
+    delta: float | None = None  # WORSE: the change of the greater-is-better score (<= 0)
+    gain: float | None = None  # WORSE: delta relative to the parent's score
+    repair: Repair | None = None  # ERROR, LEAKAGE: the debug step that fixed it, once one did
+    created_at: str = ""
+    polarity = "negative"
+
+    @property
+    def message_key(self) -> str:
+        return message_key(self.message)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "polarity": self.polarity, "task_key": self.task_key,
+                "task_name": self.task_name, "run_id": self.run_id,
+                "signature": self.signature.to_dict() if self.signature else None, "message": self.message,
+                "node_id": self.node_id, "action": self.action, "trainer": self.trainer, "ops": list(self.ops),
+                "candidate": {**self.candidate.to_dict(), "rationale": ""} if self.candidate else None,
+                "failure": self.failure, "error_class": self.error_class, "failed_op": self.failed_op, "op": self.op,
+                "change": self.change.to_dict() if self.change else None,
+                "trick": self.trick.to_dict() if self.trick else None, "metric": self.metric, "delta": self.delta,
+                "gain": self.gain, "repair": self.repair.to_dict() if self.repair else None,
+                "created_at": self.created_at}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> NegativeMemory:
+        def optional(key: str, parse):
+            return parse(data[key]) if data.get(key) is not None else None
+
+        return cls(data["id"], data["kind"], data["task_key"], data["task_name"], data.get("run_id"),
+                   optional("signature", TaskSignature.from_dict), data.get("message", ""), data.get("node_id"),
+                   data.get("action"), data.get("trainer"), tuple(data.get("ops") or ()),
+                   optional("candidate", SolutionCandidate.from_dict), data.get("failure"), data.get("error_class"),
+                   data.get("failed_op"), data.get("op"), optional("change", Change.from_dict),
+                   optional("trick", AppliedTrick.from_dict), data.get("metric"), data.get("delta"),
+                   data.get("gain"), optional("repair", Repair.from_dict), data.get("created_at", ""))
+
+
+Memory = PositiveMemory | SolutionMemory | NegativeMemory
+
+
+def memory_from_dict(data: Mapping[str, Any]) -> Memory:
+    kind = data["kind"]
+    if kind == IMPROVEMENT:
+        return PositiveMemory.from_dict(data)
+    if kind == SOLUTION:
+        return SolutionMemory.from_dict(data)
+    if kind in NEGATIVE_KINDS:
+        return NegativeMemory.from_dict(data)
+    raise ValueError(f"unknown memory kind {kind!r}; expected one of {(*POSITIVE_KINDS, *NEGATIVE_KINDS)}")
+
+
+# ---------------------------------------------------------------------------------------------- recall
+
+
+@dataclass(frozen=True)
+class SimilarTask:
+    """A remembered task like the new one, with its best solution (None when it was never solved)."""
+
+    task: TaskMemory
+    similarity: float  # the mean of the two below
+    description_similarity: float  # cosine of the description embeddings
+    structure_similarity: float  # cosine of the structure embeddings
+    solution: SolutionMemory | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task_key": self.task.task_key, "name": self.task.name, "similarity": round(self.similarity, 4),
+                "description_similarity": round(self.description_similarity, 4),
+                "structure_similarity": round(self.structure_similarity, 4), "solved": self.task.solved,
+                "best_score": self.task.best_score, "metric": self.task.metric,
+                "best_spec": dict(self.solution.single_spec) if self.solution else None}
+
+
+@dataclass(frozen=True)
+class Effect:
+    """The measured effect of a trick or op on similar tasks: every time it was applied to a verified node."""
+
+    key: str  # a trick id, or an op
+    op: str
+    title: str  # the trick's title, or the op
+    applications: int
+    helped: int  # applications that beat their parent
+    mean_gain: float  # similarity-weighted mean relative change of the score (positive: better)
+    best: tuple[str, float, str]  # (task name, delta, metric) of its largest effect in absolute value
+    tasks: tuple[str, ...]  # the tasks it was measured on
+
+    @property
+    def helps(self) -> bool:
+        return self.helped > 0 and self.mean_gain > 0
+
+    def describe(self) -> str:
+        name, delta, metric = self.best
+        verb = "helped" if self.helps else "did not help"
+        return (f"{verb} on {len(self.tasks)} similar task(s) ({self.helped} of {self.applications} applications "
+                f"beat their parent, mean change {self.mean_gain:+.2%}; on {name}: {metric} {delta:+.4g})")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "op": self.op, "title": self.title, "applications": self.applications,
+                "helped": self.helped, "mean_gain": self.mean_gain, "best": list(self.best), "tasks": list(self.tasks)}
+
+
+@dataclass(frozen=True)
+class PastError:
+    """A remembered failure that a debug step repaired, and how like the new task its task was."""
+
+    memory: NegativeMemory
+    similarity: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.memory.id, "task": self.memory.task_name, "similarity": round(self.similarity, 4),
+                "failure": self.memory.failure, "error_class": self.memory.error_class,
+                "failed_op": self.memory.failed_op, "message": self.memory.message,
+                "repair": self.memory.repair.to_dict() if self.memory.repair else None}
+
+
+def recipe_key(trick: AppliedTrick) -> str:
+    """A trick's recipe as a key: its op and parameters (another card or write-up may carry the same one)."""
+    return f"{trick.op} {json.dumps(dict(trick.params), sort_keys=True, default=str)}"
+
+
+def on_trainer(key: str, trainer: str) -> str:
+    """The key of an effect measured on one model family."""
+    return f"{key} on {trainer}"
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What the case library gives a new task: similar tasks (most similar first) with their best specs, the
+    measured effect of each trick (by trick id) and op over the similar tasks, and past errors with the repair
+    that worked. A task's own memories are left out unless `reused_own`."""
+
+    task_key: str
+    similar: tuple[SimilarTask, ...] = ()
+    # By trick id, and by on_trainer(trick id, trainer) for the effect on one model family.
+    trick_effects: Mapping[str, Effect] = field(default_factory=dict)
+    # By recipe_key (the same recipe, whichever trick carried it), and by on_trainer(recipe key, trainer).
+    recipe_effects: Mapping[str, Effect] = field(default_factory=dict)
+    op_effects: Mapping[str, Effect] = field(default_factory=dict)  # by op, built-in changes included
+    errors: tuple[PastError, ...] = ()
+    reused_own: bool = False
+
+    def effect(self, trick: AppliedTrick, trainer: str | None = None) -> Effect | None:
+        """The measured effect of a trick: of the trick itself, else of the same recipe (op and parameters) that
+        another trick carried; on the model family `trainer` when it was measured there (class weights may help a
+        linear model and hurt a GBDT), else on any."""
+        for effects, key in ((self.trick_effects, trick.id), (self.recipe_effects, recipe_key(trick))):
+            found = (trainer is not None and effects.get(on_trainer(key, trainer))) or effects.get(key)
+            if found:
+                return found
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task_key": self.task_key, "reused_own": self.reused_own,
+                "similar": [task.to_dict() for task in self.similar],
+                "trick_effects": {key: effect.to_dict() for key, effect in self.trick_effects.items()},
+                "recipe_effects": {key: effect.to_dict() for key, effect in self.recipe_effects.items()},
+                "op_effects": {key: effect.to_dict() for key, effect in self.op_effects.items()},
+                "errors": [error.to_dict() for error in self.errors]}

@@ -1,0 +1,144 @@
+"""`agent memory`: the case library's command line, a thin layer over agent.memory.store.MemoryStore. The home is
+`agent`'s own --home (`agent --home DIR memory list`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from agent.memory.records import NEGATIVE_KINDS, POSITIVE_KINDS, Memory, SolutionMemory
+from agent.memory.store import MEMORY_FILE, MemoryStore, UnknownMemoryError
+from cli.kb import CasebookError
+
+out = Console(soft_wrap=True)
+
+
+def memory_store(ctx: click.Context) -> MemoryStore:
+    """The case library of `agent`'s --home (its vectors on --chroma-url's server, if one), made if need be."""
+    return MemoryStore(ctx.obj["home"], chroma_url=ctx.obj.get("chroma_url"))
+
+
+def _store(ctx: click.Context) -> MemoryStore:
+    """The home's case library; reading commands never create one."""
+    home = ctx.obj["home"]
+    if not MemoryStore.exists(home):
+        raise CasebookError(f"no case library in {home} (no {MEMORY_FILE}): run `agent --home {home} solve TASK "
+                            "--memory` first, or pass the --home that holds one")
+    return memory_store(ctx)
+
+
+def _print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def _what(memory: Memory) -> str:
+    """One line on a memory: what was applied or what went wrong, and the score change."""
+    if isinstance(memory, SolutionMemory):
+        return f"best {memory.spec['model']['name']} CV {memory.metric}={memory.score:.4f} ({memory.nodes} nodes)"
+    record = memory.to_dict()
+    if record.get("delta") is not None:
+        return f"{record['op']}: {record['metric']} {record['delta']:+.4g} ({record['gain']:+.2%})"
+    repair = " [repaired]" if record.get("repair") else ""
+    return f"{record.get('failure') or memory.kind}: {record.get('message', '')}{repair}"
+
+
+@click.group("memory")
+def memory_command() -> None:
+    """The case library: what worked (positive memories) and what failed (negative memories) on earlier tasks."""
+
+
+@memory_command.command("list")
+@click.option("--kind", "kinds", type=click.Choice([*POSITIVE_KINDS, *NEGATIVE_KINDS]), multiple=True,
+              help="Only memories of this kind (repeatable).")
+@click.option("--polarity", type=click.Choice(["positive", "negative"]), default=None)
+@click.option("--task", default=None, help="Only the memories of this task (its name or key).")
+@click.option("--tasks", "list_tasks", is_flag=True, help="List the remembered tasks instead of the memories.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def list_command(ctx, kinds, polarity, task, list_tasks, as_json):
+    """Memories (oldest first), or with --tasks the remembered tasks and whether each was solved."""
+    store = _store(ctx)
+    if list_tasks:
+        tasks = store.tasks()
+        if as_json:
+            _print_json([item.to_dict() for item in tasks])
+            return
+        table = Table(title=f"tasks in {store.home / MEMORY_FILE}")
+        for header in ("task", "key", "solved", "best CV", "runs", "last run"):
+            table.add_column(header)
+        for item in tasks:
+            best = f"{item.metric}={item.best_score:.4f}" if item.best_score is not None else "–"
+            table.add_row(item.name, item.task_key, "yes" if item.solved else "no", best, str(item.runs),
+                          item.last_run_at or "–")
+        out.print(table)
+        return
+    memories = store.list(kind=kinds or None, polarity=polarity, task=task)
+    if as_json:
+        _print_json([memory.to_dict() for memory in memories])
+        return
+    counts = store.counts()
+    table = Table(title=f"{len(memories)} of {counts['memories']} memories ({counts['tasks']} tasks, "
+                        f"{counts['solved']} solved) in {store.home / MEMORY_FILE}")
+    for header in ("id", "kind", "task", "node", "what"):
+        table.add_column(header, overflow="fold" if header == "what" else "ellipsis")
+    for memory in memories:
+        node = getattr(memory, "node_id", None)
+        style = "green" if memory.polarity == "positive" else "red"
+        table.add_row(memory.id, memory.kind, memory.task_name, "–" if node is None else str(node), _what(memory),
+                      style=style)
+    out.print(table)
+
+
+@memory_command.command("show")
+@click.argument("memory_id")
+@click.option("--json", "as_json", is_flag=True, help="The whole record, solution.py included.")
+@click.pass_context
+def show_command(ctx, memory_id, as_json):
+    """One memory, with where it came from."""
+    try:
+        memory = _store(ctx).show(memory_id)
+    except UnknownMemoryError as error:
+        raise CasebookError(str(error)) from None
+    record = memory.to_dict()
+    if as_json:
+        _print_json(record)
+        return
+    for key, value in record.items():
+        if key == "solution" and value:
+            value = f"{len(value.splitlines())} lines (--json prints it)"
+        out.print(f"[bold]{key}[/]: {json.dumps(value, default=str) if isinstance(value, dict | list) else value}",
+                  highlight=False)
+
+
+@memory_command.command("forget")
+@click.argument("target")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def forget_command(ctx, target, as_json):
+    """Forget one memory (by id) or a whole task (by name or key): its memories, runs and embeddings."""
+    try:
+        removed = _store(ctx).forget(target)
+    except UnknownMemoryError as error:
+        raise CasebookError(str(error)) from None
+    if as_json:
+        _print_json({"forgotten": target, "memories_removed": removed})
+    else:
+        out.print(f"forgot {target}: {removed} memories removed", highlight=False)
+
+
+@memory_command.command("export")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object {tasks, memories} instead of JSON lines.")
+@click.pass_context
+def export_command(ctx, as_json):
+    """Every task (kind "task") and every memory, one JSON object per line."""
+    records = list(_store(ctx).export())
+    if as_json:
+        _print_json({"tasks": [r for r in records if r["kind"] == "task"],
+                     "memories": [r for r in records if r["kind"] != "task"]})
+        return
+    for record in records:
+        click.echo(json.dumps(record, ensure_ascii=False, default=str))
