@@ -1,9 +1,12 @@
 """The evaluator: what every search uses to score solutions (the tree search and the seed loop alike).
 
 `evaluate` cross-validates a spec in its own process, under a time and a memory limit, and runs the
-leakage and data-usage probes beside the CV; the result is `Evidence` for a verifier to judge.
-`baseline` scores the trivial prior/mean model, and `refit` fits the chosen spec on every training row
-and predicts the test set. Scores are greater-is-better throughout (an error metric is negated).
+leakage and data-usage probes beside the CV; the result is `Evidence` for a verifier to judge. A run stopped at
+its time limit is OVER_TIME evidence (the budget's verdict, not the candidate's error). With `predict_test`, the
+CV's fold models also predict the test set, and their average comes back with the evidence: a submission that
+needs no refit. `baseline` scores the trivial prior/mean model, and `fit_all_rows` fits the chosen spec on every
+training row, with the number of trees early stopping chose in its folds, and predicts the test set. Scores are
+greater-is-better throughout (an error metric is negated). `sample` draws the rows a large table is explored on.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,12 +23,22 @@ import numpy as np
 from agent.candidate import SolutionCandidate
 from agent.engine.compile import compile_spec, model_names
 from agent.engine.dataset import Dataset
-from agent.engine.fit import check_folds, cross_validate, cross_validate_predictions, fit_and_predict
+from agent.engine.executors import Executor, LocalExecutor
+from agent.engine.fit import check_folds, cross_fit, cross_validate, fit_and_predict, fold_values
+from agent.engine.free_code import PROBE_LEAK, PROBE_NOT_DETERMINISTIC, ScriptRun, run_script
 from agent.engine.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run_isolated
 from agent.engine.spec import ModelSpec, SolutionSpec, SpecError, ValidationSpec
 from agent.engine.steps import StepOp
 from agent.engine.trainers import Trainer, trainer_registry
-from agent.verify.findings import Evidence, Inspection
+from agent.verify.findings import (
+    LEAK_TARGET,
+    NOT_DETERMINISTIC,
+    OVER_TIME,
+    TIMEOUT,
+    Evidence,
+    Finding,
+    Inspection,
+)
 from agent.verify.probes import inspect_candidate
 from agent.verify.verifier import oriented
 
@@ -38,6 +52,7 @@ class Refit:
     model: Any
     test_prediction: Any  # None too when the dataset has no test set
     error: str = ""
+    seconds: float = 0.0
 
 
 class Evaluator:
@@ -50,6 +65,7 @@ class Evaluator:
         *,
         candidate_time_limit: float = DEFAULT_CANDIDATE_TIME_LIMIT,
         memory_limit: int | None = DEFAULT_MEMORY_LIMIT,
+        executor: Executor | None = None,
     ):
         self.cv = cv
         self.random_state = random_state
@@ -57,6 +73,9 @@ class Evaluator:
         self.step_ops = dict(step_ops or {})  # the user's own step ops, beside the built-in ones
         self.candidate_time_limit = candidate_time_limit
         self.memory_limit = memory_limit
+        # Where `evaluate` runs its jobs (this machine, or a Ray cluster); the refit stays on this machine, which
+        # writes the outputs from its model.
+        self.executor = executor if executor is not None else LocalExecutor()
 
     @property
     def validation(self) -> ValidationSpec:
@@ -70,53 +89,112 @@ class Evaluator:
         pipeline = compile_spec(spec, dataset.compile_context(self.random_state), self.trainers, self.step_ops)
         return oriented(float(np.mean(cross_validate(pipeline, dataset, spec))), dataset.metric_info)
 
-    def evaluate_candidate(self, candidate: SolutionCandidate, dataset: Dataset,
-                           deadline: float) -> tuple[SolutionSpec, Evidence]:
+    def evaluate_candidate(self, candidate: SolutionCandidate, dataset: Dataset, deadline: float, *,
+                           predict_test: bool = False) -> tuple[SolutionSpec, Evidence]:
         """The candidate's spec and its evidence; a candidate that cannot be built is error evidence."""
         try:
             spec = candidate.to_spec(self.trainers, self.validation)
         except SpecError as error:  # e.g. a proposer naming a trainer nobody registered
             spec = SolutionSpec(tuple(candidate.steps or ()), ModelSpec(candidate.trainer, dict(candidate.params)),
                                 candidate.target_transform, self.validation)
-            return spec, Evidence("error", error=f"SpecError: {error}", ignored_files=dataset.ignored_files)
-        return spec, self.evaluate(spec, dataset, deadline)
+            return spec, Evidence("error", error=f"SpecError: {error}", ignored_files=dataset.ignored_files,
+                                  rows=len(dataset.y))
+        return spec, self.evaluate(spec, dataset, deadline, predict_test=predict_test)
 
-    def evaluate(self, spec: SolutionSpec, dataset: Dataset, deadline: float = math.inf) -> Evidence:
-        """Sandboxed CV and inspection of one spec, stopped at `deadline` (a time.monotonic() value)."""
+    def evaluate(self, spec: SolutionSpec, dataset: Dataset, deadline: float = math.inf, *,
+                 predict_test: bool = False) -> Evidence:
+        """Sandboxed CV and inspection of one spec, stopped at `deadline` (a time.monotonic() value); with
+        `predict_test`, the fold models' averaged test-set predictions too."""
         time_limit = min(self.candidate_time_limit, deadline - time.monotonic())
-        outcome = run_isolated(_evaluation_job, spec, dataset, self._trainers_for(spec), self.step_ops,
-                               self.random_state, limits=Limits(time_limit, self.memory_limit))
+        outcome = self.executor.run(_evaluation_job, spec, self.executor.share(dataset), self._trainers_for(spec),
+                                    self.step_ops, self.random_state, predict_test,
+                                    limits=Limits(time_limit, self.memory_limit))
+        rows = len(dataset.y)
+        if outcome.status == TIMEOUT:
+            return Evidence(OVER_TIME, error=f"over time: stopped at its time cap of {max(time_limit, 0.0):.1f} s "
+                                             f"({outcome.error})", ignored_files=dataset.ignored_files,
+                            elapsed=outcome.elapsed, rows=rows)
         if not outcome.ok:
             return Evidence(outcome.status, error=outcome.error, ignored_files=dataset.ignored_files,
-                            elapsed=outcome.elapsed)
-        fold_values, predictions, inspection = outcome.value
-        mean = float(np.mean(fold_values)) if fold_values else math.nan
-        return Evidence("ok", mean, tuple(fold_values), inspection=inspection, ignored_files=dataset.ignored_files,
-                        elapsed=outcome.elapsed, predictions=predictions)
+                            elapsed=outcome.elapsed, rows=rows)
+        values, predictions, test_prediction, rounds, seconds, inspection = outcome.value
+        mean = float(np.mean(values)) if values else math.nan
+        return Evidence("ok", mean, tuple(values), inspection=inspection, ignored_files=dataset.ignored_files,
+                        elapsed=outcome.elapsed, predictions=predictions, test_prediction=test_prediction, rows=rows,
+                        fit_seconds=tuple(seconds), stopped_rounds=rounds)
 
-    def refit(self, spec: SolutionSpec, dataset: Dataset, deadline: float, cv_seconds: float) -> Refit:
-        """The spec fitted on all rows, with its test predictions.
+    def evaluate_script(self, source: str, dataset: Dataset, run_folder: Path,
+                        deadline: float = math.inf) -> tuple[Evidence, ScriptRun]:
+        """A free-code script run confined in `run_folder` and scored by the engine itself on this evaluator's folds
+        (agent.engine.free_code.run_script), stopped at `deadline`: its evidence (the leakage probe's result as a
+        finding), and the run, which holds the script's test predictions."""
+        time_limit = min(self.candidate_time_limit, deadline - time.monotonic())
+        run = run_script(source, dataset, run_folder, Limits(time_limit, self.memory_limit), self.validation)
+        findings = {
+            PROBE_LEAK: (Finding(LEAK_TARGET, message="the script's out-of-fold predictions change when only the "
+                                                      "validation fold's targets change: it learns from the target "
+                                                      "outside the CV folds"),),
+            PROBE_NOT_DETERMINISTIC: (Finding(NOT_DETERMINISTIC, message="the script does not repeat itself, so "
+                                                                         "leakage was not checked"),),
+        }.get(run.leak_probe, ())
+        status = OVER_TIME if run.status == TIMEOUT else run.status
+        return Evidence(status, run.metric_value, run.fold_values, run.error, Inspection(findings),
+                        dataset.ignored_files, run.elapsed, predictions=run.oof, test_prediction=run.test_prediction,
+                        rows=len(dataset.y)), run
 
-        The refit happens even when the budget is spent: it gets what is left, but at least as long as
-        the spec's whole cross-validation took (one fit on all rows costs less than that)."""
-        refit_limit = min(self.candidate_time_limit, max(deadline - time.monotonic(), cv_seconds))
+    def refit(self, spec: SolutionSpec, dataset: Dataset, deadline: float, cv_seconds: float,
+              rounds: Mapping[str, float] | None = None) -> Refit:
+        """The spec fitted on all rows, with its test predictions, for a search that does not budget its refit (the
+        seed loop): it gets what is left, but at least as long as the spec's whole cross-validation took (one fit
+        on all rows costs less than that)."""
+        return self.fit_all_rows(spec, dataset, max(deadline - time.monotonic(), cv_seconds), rounds)
+
+    def fit_all_rows(self, spec: SolutionSpec, dataset: Dataset, time_limit: float,
+                     rounds: Mapping[str, float] | None = None) -> Refit:
+        """The spec fitted on every training row within `time_limit` seconds, early-stopping models with the number
+        of trees their CV folds kept (`rounds`, Evidence.stopped_rounds), and its test predictions."""
         outcome = run_isolated(_refit_job, spec, dataset, self._trainers_for(spec), self.step_ops,
-                               self.random_state, limits=Limits(refit_limit, self.memory_limit))
+                               self.random_state, dict(rounds or {}),
+                               limits=Limits(min(self.candidate_time_limit, time_limit), self.memory_limit))
         model, prediction = outcome.value if outcome.ok else (None, None)
-        return Refit(model, prediction, outcome.error)
+        return Refit(model, prediction, outcome.error, outcome.elapsed)
 
     def _trainers_for(self, spec: SolutionSpec) -> dict[str, Trainer]:
         # Only the trainers in use travel to the child: others may not even be picklable.
         return {name: self.trainers[name] for name in model_names(spec) if name in self.trainers}
 
 
-def _evaluation_job(spec, dataset, trainers, step_ops, random_state) -> tuple[list[float], Any, Inspection]:
-    """In the candidate's process: CV scores and out-of-fold predictions, then the leakage and data-usage inspection."""
-    pipeline = compile_spec(spec, dataset.compile_context(random_state), trainers, step_ops)
-    fold_values, predictions = cross_validate_predictions(pipeline, dataset, spec)
-    return fold_values, predictions, inspect_candidate(spec, dataset, trainers, step_ops, random_state)
+def sample(dataset: Dataset, rows: int, n_splits: int, seed: int) -> Dataset:
+    """`rows` of the training rows, drawn at random (by class for classification, and every class keeps at least
+    `n_splits` rows so that each CV fold holds it), without the test set: the data a large table is explored on."""
+    n_rows = len(dataset.y)
+    if rows >= n_rows:
+        return dataset
+    rng = np.random.default_rng(seed)
+    if dataset.classification:
+        classes = np.unique(dataset.y)
+        picked = []
+        for label in classes:
+            members = rng.permutation(np.flatnonzero(dataset.y == label))
+            share = max(round(rows * len(members) / n_rows), min(n_splits, len(members)))
+            picked.append(members[:share])
+        chosen = np.sort(np.concatenate(picked))
+    else:
+        chosen = np.sort(rng.choice(n_rows, size=rows, replace=False))
+    return replace(dataset, X=dataset.X.iloc[chosen].reset_index(drop=True), y=dataset.y[chosen], X_test=None,
+                   test_ids=None)
 
 
-def _refit_job(spec, dataset, trainers, step_ops, random_state):
+def _evaluation_job(spec, dataset, trainers, step_ops, random_state, predict_test):
+    """In the candidate's process: CV scores, out-of-fold (and averaged test) predictions, the trees early stopping
+    kept and each fold's fit seconds, then the leakage and data-usage inspection."""
     pipeline = compile_spec(spec, dataset.compile_context(random_state), trainers, step_ops)
-    return fit_and_predict(pipeline, dataset)
+    fitted = cross_fit(pipeline, dataset, spec, predict_test=predict_test and dataset.X_test is not None)
+    inspection: Inspection = inspect_candidate(spec, dataset, trainers, step_ops, random_state)
+    return (fold_values(fitted, dataset), fitted.predictions, fitted.test_prediction, fitted.stopped_rounds,
+            fitted.fit_seconds, inspection)
+
+
+def _refit_job(spec, dataset, trainers, step_ops, random_state, rounds):
+    pipeline = compile_spec(spec, dataset.compile_context(random_state), trainers, step_ops)
+    return fit_and_predict(pipeline, dataset, rounds)

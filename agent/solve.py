@@ -1,24 +1,33 @@
 """`agent solve` as a library call: set up a task folder, run the search, write the run folder.
 
 Orchestration only. The search is agent.search's tree search (AutoMind section 3.2), with the built-in
-proposer, or with the knowledge proposer (agent.knowledge) when `use_kb` is set. Passing a seed-loop
+proposer, or with the knowledge proposer (agent.knowledge) when `use_kb` is set; with `llm` (a model id), the LLM
+proposer (agent.llm) asks that model for each step and falls back on the other. Passing a seed-loop
 `CandidateProposer` runs the seed loop (agent.seedloop) instead. The run folder is agent.outputs'.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from agent.candidate import AttemptRecord, EngineeringRun, json_number
-from agent.engine.dataset import Dataset
+from agent.engine.dataset import Dataset, DatasetError
+from agent.engine.executors import LOCAL, make_executor
 from agent.engine.fit import check_folds
-from agent.engine.sandbox import DEFAULT_MEMORY_LIMIT
+from agent.engine.sandbox import DEFAULT_MEMORY_LIMIT, Limits
+from agent.engine.spec import ValidationSpec
 from agent.evaluator import DEFAULT_CANDIDATE_TIME_LIMIT
 from agent.knowledge.proposer import KnowledgeTreeProposer
+from agent.llm.coder import FreeCoder
+from agent.llm.proposer import LLMProposer
+from agent.memory.recorder import MemorySession
+from agent.memory.store import MemoryStore
 from agent.outputs.report import write_report
 from agent.outputs.run_folder import (
     open_trace,
@@ -32,12 +41,15 @@ from agent.search.builtin import BuiltinTreeProposer
 from agent.search.journal import Journal, Node
 from agent.search.policy import SearchSettings
 from agent.search.protocols import TreeProposer
-from agent.search.tree import TreeSearch
+from agent.search.tree import FOLD_AVERAGE, TreeSearch
 from agent.seedloop.loop import AgenticAutoML, CandidateProposer
 from agent.verify.verifier import natural
 from kb.config import resolve_home
+from kb.llm import LLMClient
 from kb.store import KnowledgeBase
 from retrieval.profile import TaskProfile
+
+FREE_CODE_DIR = "free_code"  # the run folder's folder for free code (the LLM's scripts and their inputs)
 
 
 class KnowledgeBaseMissing(ValueError):
@@ -53,6 +65,13 @@ class SolveSettings:
     patience: int = 3  # the seed loop only (a CandidateProposer passed to solve_task); the tree search runs its steps
     candidate_time_limit: float = DEFAULT_CANDIDATE_TIME_LIMIT
     memory_limit: int | None = DEFAULT_MEMORY_LIMIT
+    llm: str | None = None  # an Anthropic model id: the LLM proposer plans each step, the offline one is its fallback
+    llm_budget_usd: float | None = None  # no LLM calls once this much is spent (estimated from kb.llm.PRICES)
+    # Where the tree search evaluates its nodes (agent.engine.executors): "local" or "ray" (the cluster at
+    # `ray_address`), `workers` at once (default: 1 locally, the cluster's CPUs on Ray).
+    executor: str = LOCAL
+    ray_address: str | None = None
+    workers: int | None = None
 
 
 @dataclass(frozen=True)
@@ -70,14 +89,16 @@ def default_out_dir(profile: TaskProfile) -> Path:
     return Path("runs") / f"{profile.name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def open_knowledge(home: Path | str | None = None, kb: KnowledgeBase | None = None) -> KnowledgeBase:
-    """The knowledge base for --use-kb; an empty one is an error, not a silent fall-back."""
+def open_knowledge(home: Path | str | None = None, kb: KnowledgeBase | None = None,
+                   chroma_url: str | None = None) -> KnowledgeBase:
+    """The knowledge base for --use-kb (its vectors on the Chroma server at `chroma_url`, if given); an empty one
+    is an error, not a silent fall-back."""
     where = kb.home if kb is not None else resolve_home(home)
     message = (f"the knowledge base in {where} is empty: run `kb ingest --bundled` (with the same --home) "
                "before `agent solve --use-kb`")
     if kb is None and not KnowledgeBase.exists(where):  # do not create a home just to find it empty
         raise KnowledgeBaseMissing(message)
-    base = kb if kb is not None else KnowledgeBase(where)
+    base = kb if kb is not None else KnowledgeBase(where, chroma_url=chroma_url)
     if base.count() == 0:
         raise KnowledgeBaseMissing(message)
     return base
@@ -93,19 +114,39 @@ def solve_task(
     on_node: Callable[[Node, AttemptRecord], None] | None = None,
     kb: KnowledgeBase | None = None,
     kb_home: Path | str | None = None,
+    memory: MemoryStore | None = None,
+    reuse_own_memory: bool = False,
+    chroma_url: str | None = None,
 ) -> SolveResult:
-    """Solve the task into `out_dir`. With `settings.use_kb`, the knowledge base is `kb` or the one in `kb_home`."""
+    """Solve the task into `out_dir`. With `settings.use_kb`, the knowledge base is `kb` or the one in `kb_home`.
+    With `memory`, the case library moves the tree search (agent.memory.proposer) and keeps a memory of each node
+    as it finishes and of the run; the task's own memories are left out unless `reuse_own_memory`."""
     started = time.time()
     search_settings = settings.search
     seed_loop = proposer is not None and isinstance(proposer, CandidateProposer)
     if proposer is None and settings.use_kb:
-        base = open_knowledge(kb_home, kb)
-        proposer = KnowledgeTreeProposer(base, trick_prob=search_settings.trick_prob, embedder=base.embedder)
+        base = open_knowledge(kb_home, kb, chroma_url)
+        proposer = KnowledgeTreeProposer(base, trick_prob=search_settings.trick_prob)
     elif proposer is None:
         proposer = BuiltinTreeProposer()
-    dataset = Dataset.from_profile(profile)
-    check_folds(dataset, settings.cv)  # before the run folder exists, so a too-small table leaves nothing behind
-    journal = None
+    session = MemorySession(memory, profile, proposer, reuse_own=reuse_own_memory) \
+        if memory is not None and not seed_loop else None
+    proposer = session.proposer if session is not None else proposer
+    try:
+        dataset = Dataset.from_profile(profile)
+        check_folds(dataset, settings.cv)  # before the run folder exists, so a too-small table leaves nothing behind
+    except DatasetError as error:
+        if memory is not None:  # the case library remembers a task that could not be set up
+            memory.write_setup_failure(profile.task_dir, str(error), name=profile.name, target=profile.target)
+        raise
+    if settings.llm is not None and not seed_loop:
+        proposer = _llm_proposer(settings, proposer, dataset, out_dir, started)
+    if not seed_loop:  # before the run folder exists, so a Ray cluster that cannot be reached leaves nothing behind
+        executor = make_executor(settings.executor, address=settings.ray_address, workers=settings.workers)
+        settings = replace(settings, workers=executor.workers)  # run.json records how many nodes ran at once
+    if session is not None:
+        session.start()
+    journal, final_fit = None, None
     with open_trace(out_dir) as trace:
 
         def record(attempt: AttemptRecord) -> None:
@@ -114,11 +155,14 @@ def solve_task(
                 on_attempt(attempt)
 
         def record_node(node: Node, attempt: AttemptRecord) -> None:
-            write_trace_line(trace, trace_line(node, attempt))
+            llm = proposer.take_step().to_dict() if isinstance(proposer, LLMProposer) else None
+            write_trace_line(trace, trace_line(node, attempt, llm))
             if on_attempt is not None:
                 on_attempt(attempt)
             if on_node is not None:
                 on_node(node, attempt)
+            if session is not None:
+                session.record(node, attempt)
 
         if seed_loop:
             automl = AgenticAutoML(
@@ -129,23 +173,42 @@ def solve_task(
             )
             run, trainers = automl.solve(dataset), automl.trainers
         else:
-            if search_settings.time_budget is not None:  # loading the data came out of the same budget
-                spent = time.time() - started
-                search_settings = replace(search_settings, time_budget=max(search_settings.time_budget - spent, 1.0))
-            search = TreeSearch(proposer, search_settings, cv=settings.cv,
-                                candidate_time_limit=settings.candidate_time_limit,
-                                memory_limit=settings.memory_limit, on_node=record_node)
-            result = search.run(profile, dataset)
-            run, journal, trainers = result.run, result.journal, result.trainers
+            with closing(executor):
+                if search_settings.time_budget is not None:  # loading the data, joining Ray and leaving it come out
+                    spent = time.time() - started + executor.close_seconds
+                    search_settings = replace(search_settings,
+                                              time_budget=max(search_settings.time_budget - spent, 1.0))
+                search = TreeSearch(proposer, search_settings, cv=settings.cv,
+                                    candidate_time_limit=settings.candidate_time_limit,
+                                    memory_limit=settings.memory_limit, on_node=record_node,
+                                    script_dir=out_dir / FREE_CODE_DIR, executor=executor)
+                result = search.run(profile, dataset)
+            run, journal, trainers, final_fit = result.run, result.journal, result.trainers, result.final_fit
 
     notes: list[str] = []
     submission_path = write_submission(out_dir, dataset, run)
     if submission_path is None and run.refit_error:
         notes.append(f"refitting the best candidate failed, so no submission was written: {run.refit_error}")
-    solution_path = write_solution(out_dir, dataset, run, journal, trainers, settings.search.seed)
-    write_run_record(out_dir, _run_record(profile, settings, dataset, run, journal, proposer, seed_loop, notes,
-                                          started, submission_path, solution_path))
+    solution_path = write_solution(out_dir, dataset, run, journal, trainers, settings.search.seed,
+                                   fold_average=final_fit is not None and final_fit.how == FOLD_AVERAGE)
+    if session is not None:
+        session.finish(run, journal, solution_path)
+    record = _run_record(profile, settings, dataset, run, journal, proposer, seed_loop, notes, started,
+                         submission_path, solution_path)
+    # How the submission was made: a refit on every row, or the CV fold models averaged (agent.search.tree).
+    write_run_record(out_dir, {**record, "final_fit": final_fit.to_dict() if final_fit is not None else None})
     return SolveResult(out_dir, run, submission_path, solution_path, write_report(out_dir), tuple(notes), journal)
+
+
+def _llm_proposer(settings: SolveSettings, offline: TreeProposer, dataset: Dataset, out_dir: Path,
+                  started: float) -> LLMProposer:
+    """The LLM proposer over the offline one, with a free-code coder whose scripts run in the run folder's
+    free_code/ (the tree search's nodes in node-<id>, the coder's step runs in plan-<n>)."""
+    budget = settings.search.time_budget
+    deadline = time.monotonic() + (budget - (time.time() - started)) if budget is not None else math.inf
+    coder = FreeCoder(dataset, out_dir / FREE_CODE_DIR, Limits(settings.candidate_time_limit, settings.memory_limit),
+                      ValidationSpec(n_splits=settings.cv, seed=settings.search.seed), deadline)
+    return LLMProposer(LLMClient(settings.llm, budget_usd=settings.llm_budget_usd), offline, coder=coder)
 
 
 def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset, run: EngineeringRun,
@@ -176,5 +239,7 @@ def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset,
                     for name, path in (("submission", submission_path), ("solution", solution_path))},
         # Distinct tricks applied, and those on the best solution's lineage, by source kind (card, write-up, paper).
         "tricks_by_source": journal.tricks_by_source() if journal is not None else None,
+        # The LLM's model, price, budget, tokens and estimated cost, answers and fallbacks (None without --llm).
+        "llm": proposer.record() if isinstance(proposer, LLMProposer) else None,
         "journal": journal.to_dict() if journal is not None else None,
     }

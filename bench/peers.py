@@ -34,13 +34,15 @@ AUTOGLUON_METRIC = {"roc_auc": "roc_auc", "log_loss": "log_loss", "accuracy": "a
 
 
 def fit_predict(peer: str, X: pd.DataFrame, y: pd.Series, X_test: pd.DataFrame, metric: str, task: str,
-                budget: float, seed: int) -> np.ndarray:
-    """Probabilities (n, n_classes) for probability metrics, else labels or values."""
+                budget: float, seed: int, estimators: list[str] | None = None) -> np.ndarray:
+    """Probabilities (n, n_classes) for probability metrics, else labels or values. `estimators`: FLAML's
+    estimator_list (default: its own choice)."""
     if peer == "flaml":
         from flaml import AutoML
 
         model = AutoML()
-        model.fit(X, y, task=task, metric=FLAML_METRIC[metric], time_budget=budget, seed=seed, verbose=0)
+        model.fit(X, y, task=task, metric=FLAML_METRIC[metric], time_budget=budget, seed=seed, verbose=0,
+                  estimator_list=estimators or "auto")
         return model.predict_proba(X_test) if metric in PROBA_METRICS else model.predict(X_test)
     from autogluon.tabular import TabularPredictor
 
@@ -66,6 +68,7 @@ def main() -> None:
     parser.add_argument("--classes", default="null", help="JSON list of class labels in the agent's order")
     parser.add_argument("--time-budget", type=float, default=120.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--flaml-estimators", default=None, help="FLAML's estimator_list, comma-separated (e.g. lgbm)")
     args = parser.parse_args()
 
     train = pd.read_csv(args.task_dir / "train.csv")
@@ -79,7 +82,9 @@ def main() -> None:
         y = y.map({label: code for code, label in enumerate(classes)})  # codes in the agent's class order
     elif args.metric == "rmsle":
         y = np.log1p(y)
-    predicted = np.asarray(fit_predict(args.peer, X, y, X_test, args.metric, task, args.time_budget, args.seed))
+    estimators = args.flaml_estimators.split(",") if args.flaml_estimators else None
+    predicted = np.asarray(fit_predict(args.peer, X, y, X_test, args.metric, task, args.time_budget, args.seed,
+                                       estimators))
     out = pd.DataFrame({args.id_column: test[args.id_column]})
     if task == "regression":
         out[args.target] = np.expm1(predicted) if args.metric == "rmsle" else predicted

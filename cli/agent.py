@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -14,18 +15,22 @@ from rich.table import Table
 from agent.candidate import AttemptRecord
 from agent.engine.compile import NotRenderableError
 from agent.engine.dataset import DatasetError
+from agent.engine.executors import EXECUTORS, LOCAL, ExecutorError
 from agent.engine.sandbox import verbose_candidates
 from agent.engine.spec import SpecError
 from agent.outputs.report import SCREENSHOT_FILE, RunDirError, ScreenshotError, read_run, screenshot, write_report
 from agent.outputs.run_folder import RunFolderError
-from agent.search.journal import Node
+from agent.search.journal import BUGGY, DEAD, EXPLORED, OVER_TIME, SAMPLE, VALID, Journal, Node
 from agent.search.policy import SearchSettings
 from agent.solve import KnowledgeBaseMissing, SolveSettings, default_out_dir, solve_task
-from cli.options import home_option
+from cli.memory import memory_command, memory_store
+from cli.options import chroma_url_option, home_option
+from cli.pool import curriculum_command, solve_all_command
+from kb.store import ChromaServerError
 from retrieval.profile import TaskProfile, TaskSetupError, profile_task
 
 _USER_ERRORS = (TaskSetupError, DatasetError, SpecError, RunDirError, RunFolderError, NotRenderableError,
-                KnowledgeBaseMissing)
+                KnowledgeBaseMissing, ExecutorError, ChromaServerError)
 
 
 def _fail(error: Exception) -> None:
@@ -35,10 +40,11 @@ def _fail(error: Exception) -> None:
 
 @click.group()
 @home_option
+@chroma_url_option
 @click.pass_context
-def main(ctx: click.Context, home: Path) -> None:
+def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
     """casebook's ML engineering agent."""
-    ctx.obj = {"home": home}
+    ctx.obj = {"home": home, "chroma_url": chroma_url}
 
 
 @main.command()
@@ -52,6 +58,19 @@ def main(ctx: click.Context, home: Path) -> None:
 @click.option("--use-kb", is_flag=True,
               help="Let the knowledge base at --home guide the tree search: drafts composed from retrieved tricks, "
                    "improvements that apply one trick at a time. Without it the search uses built-in changes only.")
+@click.option("--memory/--no-memory", "use_memory", default=False, show_default=True,
+              help="Let the case library at --home move the search (drafts from similar solved tasks' best specs, "
+                   "tricks ranked by their measured effect, remembered repairs) and remember this run's nodes and "
+                   "outcome. Off by default, so a plain solve depends only on its inputs and seed.")
+@click.option("--reuse-own-memory", is_flag=True,
+              help="With --memory: also use what earlier runs of this same task remembered (left out by default, "
+                   "so solving a task again is not scored with what was learned on it).")
+@click.option("--llm", "llm", default=None, metavar="MODEL",
+              help="An Anthropic model id (e.g. claude-sonnet-5): the LLM writes the drafts, improvements and repairs "
+                   "from the task, the retrieved tricks and the journal; needs ANTHROPIC_API_KEY. A step the LLM "
+                   "cannot answer falls back to the offline proposer.")
+@click.option("--llm-budget-usd", type=click.FloatRange(min=0), default=None, metavar="USD",
+              help="With --llm: no more LLM calls once this much (estimated) is spent; the rest of the run is offline.")
 @click.option("--time-budget", type=click.FloatRange(min=1), default=900.0, show_default=True,
               help="Seconds for the whole solve.")
 @click.option("--steps", type=click.IntRange(min=0), default=SearchSettings.steps, show_default=True,
@@ -61,6 +80,15 @@ def main(ctx: click.Context, home: Path) -> None:
               help="Initial drafts (different model families, or different tricks with --use-kb).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed (runs are deterministic for it).")
 @click.option("--cv", type=click.IntRange(min=2), default=5, show_default=True, help="Cross-validation folds.")
+@click.option("--executor", type=click.Choice(EXECUTORS), default=LOCAL, show_default=True,
+              help="Where nodes are evaluated: this machine, or a Ray cluster (each node in the same sandbox there, "
+                   "with its time and memory limits; a worker lost mid-node is a failed node).")
+@click.option("--ray-address", default=None, metavar="ADDRESS",
+              help="With --executor ray: the cluster, e.g. auto (one `ray start` began on this machine) or "
+                   "ray://HOST:10001 (default: $RAY_ADDRESS, else such a local cluster, else a new one).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Nodes evaluated at once (default: 1 locally, the cluster's CPUs with Ray). The journal is the "
+                   "same for a given seed, steps and --workers, whichever node finishes first.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run folder (default: runs/<task>-<timestamp>/).")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as one JSON object.")
@@ -69,8 +97,9 @@ def main(ctx: click.Context, home: Path) -> None:
               help="Show the candidates' own warnings and library output (scikit-learn, pandas, XGBoost, LightGBM); "
                    "hidden by default.")
 @click.pass_context
-def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, time_budget, steps, num_drafts, seed, cv,
-          out, as_json, quiet, verbose):
+def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, use_memory, reuse_own_memory, llm,
+          llm_budget_usd, time_budget, steps, num_drafts, seed, cv, executor, ray_address, workers, out, as_json, quiet,
+          verbose):
     """Solve the competition task in TASK_DIR (train.csv, test.csv, description.md, sample_submission.csv).
 
     Writes submission.csv, solution.py, trace.jsonl, run.json and report.html to the run folder;
@@ -80,11 +109,18 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, time
         profile = profile_task(task_dir, target=target, id_column=id_column, metric=metric,
                                positive_class=positive_class)
     except TaskSetupError as error:
+        if use_memory:  # the case library remembers a task that could not be set up
+            memory_store(ctx).write_setup_failure(task_dir, str(error), target=target)
         _fail(error)
+    if reuse_own_memory and not use_memory:
+        _fail(click.UsageError("--reuse-own-memory needs --memory"))
+    if llm_budget_usd is not None and llm is None:
+        _fail(click.UsageError("--llm-budget-usd needs --llm MODEL"))
     if not as_json:
-        click.echo(_describe_setup(profile, ctx.obj["home"] if use_kb else None))
+        click.echo(_describe_setup(profile, ctx.obj["home"] if use_kb else None, llm, llm_budget_usd))
     settings = SolveSettings(SearchSettings(num_drafts=num_drafts, steps=steps, time_budget=time_budget, seed=seed),
-                             use_kb=use_kb, cv=cv)
+                             use_kb=use_kb, cv=cv, llm=llm, llm_budget_usd=llm_budget_usd, executor=executor,
+                             ray_address=ray_address, workers=workers)
     out_dir = out or default_out_dir(profile)
     table = _node_table()
     live = Live(table, console=Console(stderr=True, quiet=quiet or as_json), refresh_per_second=4)
@@ -95,7 +131,9 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, time
 
     try:
         with live, verbose_candidates(verbose):
-            result = solve_task(profile, settings, out_dir, on_node=show, kb_home=ctx.obj["home"])
+            result = solve_task(profile, settings, out_dir, on_node=show, kb_home=ctx.obj["home"],
+                                memory=memory_store(ctx) if use_memory else None,
+                                reuse_own_memory=reuse_own_memory, chroma_url=ctx.obj["chroma_url"])
     except _USER_ERRORS as error:
         _fail(error)
     run = result.run
@@ -107,6 +145,11 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, time
     else:
         for note in result.notes:
             click.echo(f"note: {note}")
+        llm_line = _describe_llm(read_run(result.out_dir)[0].get("llm"))
+        if llm_line:
+            click.echo(llm_line)
+        if result.journal is not None:
+            click.echo(_describe_search(result.journal, run.stop_reason, read_run(result.out_dir)[0].get("final_fit")))
         click.echo(f"run folder: {result.out_dir} (report.html, trace.jsonl"
                    f"{', submission.csv, solution.py' if result.submission_path else ''})")
         click.echo(run.summary())
@@ -135,7 +178,23 @@ def report(run_dir: Path, as_json: bool, take_screenshot: bool) -> None:
         click.echo(summary)
 
 
-def _describe_setup(profile: TaskProfile, kb_home: Path | None) -> str:
+def _describe_search(journal: Journal, stop_reason: str, final_fit: dict | None) -> str:
+    """How many nodes the search could evaluate, on which rows, why it stopped and how the submission was made."""
+    counts = Counter(node.status for node in journal)
+    parts = [f"{counts[VALID]} on every row"]
+    explored = [node.exploration.rows for node in journal if node.exploration is not None]
+    if explored:
+        parts.append(f"{len(explored)} first on a {explored[0]:,}-row sample ({counts[EXPLORED]} left there)")
+    parts += [f"{counts[status]} {status.replace('_', ' ')}" for status in (OVER_TIME, BUGGY, DEAD) if counts[status]]
+    line = f"search: {len(journal)} nodes evaluated ({', '.join(parts)}); stopped: {stop_reason or 'blended'}"
+    best = journal.best()
+    if best is not None and best.scored_on == SAMPLE:
+        line += f"; the best, node {best.id}, is scored on the sample only (its CV on every row did not fit)"
+    return line + (f"; submission: {final_fit['how']}" if final_fit else "")
+
+
+def _describe_setup(profile: TaskProfile, kb_home: Path | None, llm: str | None = None,
+                    llm_budget_usd: float | None = None) -> str:
     inferred = profile.inferred
     lines = [
         f"task {profile.name}: {profile.task_type} ({profile.modality}), {profile.n_rows} rows x {profile.n_cols} columns",
@@ -148,7 +207,26 @@ def _describe_setup(profile: TaskProfile, kb_home: Path | None) -> str:
         lines.append(f"  positive  {profile.positive_class}  [{inferred.get('positive_class', '')}]")
     if kb_home is not None:
         lines.append(f"  knowledge base {kb_home} (drafts and improvements from retrieved tricks)")
+    if llm is not None:
+        budget = f", budget ${llm_budget_usd:g}" if llm_budget_usd is not None else ""
+        lines.append(f"  LLM       {llm} (plans each step{budget}; the offline proposer when it cannot)")
     return "\n".join(lines)
+
+
+def _describe_llm(record: dict | None) -> str:
+    """One line on what the LLM did: calls, tokens, estimated cost, fallbacks; "" without --llm."""
+    if not record:
+        return ""
+    usage = record["usage"]
+    cost = f"about ${usage['cost_usd']:.4f}" if usage["cost_usd"] is not None else "cost unknown (no price for it)"
+    line = (f"LLM {record['model']}: {usage['calls']} calls, {usage['input_tokens']} input tokens "
+            f"(+{usage['cache_read_input_tokens']} read from and {usage['cache_creation_input_tokens']} written to the "
+            f"prompt cache), {usage['output_tokens']} output tokens, {cost}")
+    if record["fallbacks"]:
+        line += f"; {record['fallbacks']} steps fell back to the offline proposer"
+    if record["offline_since"]:
+        line += f" (offline from then on: {record['offline_since']})"
+    return line
 
 
 def _node_table() -> Table:
@@ -161,11 +239,15 @@ def _node_table() -> Table:
 
 
 def _add_node_row(table: Table, node: Node, attempt: AttemptRecord) -> None:
-    style = "bold green" if attempt.improved else ("" if node.valid else "red")
+    style = "bold green" if attempt.improved else ("" if node.verified else "red")
     table.add_row(str(node.id), "–" if node.parent_id is None else str(node.parent_id), node.action,
                   node.candidate.trainer, "–" if node.metric is None else f"{node.metric:.4f}", node.status,
                   f"{node.elapsed:.1f}", node.plan, style=style)
 
+
+main.add_command(curriculum_command)
+main.add_command(solve_all_command)
+main.add_command(memory_command)
 
 if __name__ == "__main__":
     main()

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from cli.options import home_option
+from cli.options import chroma_url_option, home_option
 from kb.records import KINDS, STAGES, ScoredTrick
 
 out = Console(soft_wrap=True)
@@ -27,10 +27,22 @@ class CasebookError(click.ClickException):
         click.echo(f"error: {self.format_message()}", err=True)
 
 
+class _Commands(click.Group):
+    """`kb`'s commands: a Chroma server that does not answer is one line, whichever command found out."""
+
+    def invoke(self, ctx: click.Context):
+        from kb.store import ChromaServerError
+
+        try:
+            return super().invoke(ctx)
+        except ChromaServerError as error:
+            raise CasebookError(str(error)) from None
+
+
 def _open(ctx: click.Context):
     from kb.store import KnowledgeBase
 
-    return KnowledgeBase(ctx.obj["home"])
+    return KnowledgeBase(ctx.obj["home"], chroma_url=ctx.obj["chroma_url"])
 
 
 def _print_json(data) -> None:
@@ -57,12 +69,13 @@ def _print_tricks(results: list[ScoredTrick], title: str) -> None:
     out.print(table)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @home_option
+@chroma_url_option
 @click.pass_context
-def main(ctx: click.Context, home: Path) -> None:
+def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
     """casebook knowledge base: ingest write-ups and papers, then search their tricks."""
-    ctx.obj = {"home": home}
+    ctx.obj = {"home": home, "chroma_url": chroma_url}
 
 
 @main.command()
@@ -73,9 +86,15 @@ def main(ctx: click.Context, home: Path) -> None:
 @click.option("--max-mb", type=float, default=25.0, show_default=True, help="Skip files larger than this.")
 @click.option("--batch-size", type=click.IntRange(1), default=256, show_default=True,
               help="Commit after about this many tricks (smaller: commits more often; larger: embeds faster).")
+@click.option("--llm", "llm", default=None, metavar="MODEL",
+              help="An Anthropic model id (e.g. claude-haiku-4-5): the LLM extracts each write-up's and paper's tricks "
+                   "and chooses its labels from the taxonomy; needs ANTHROPIC_API_KEY. A document it cannot answer "
+                   "for goes through the offline pipeline. Unchanged files are skipped as usual.")
+@click.option("--llm-budget-usd", type=click.FloatRange(min=0), default=None, metavar="USD",
+              help="With --llm: no more LLM calls once this much (estimated) is spent; the rest is offline.")
 @click.pass_context
 def ingest(ctx: click.Context, paths: tuple[str, ...], bundled: bool, as_json: bool, quiet: bool, max_mb: float,
-           batch_size: int) -> None:
+           batch_size: int, llm: str | None, llm_budget_usd: float | None) -> None:
     """Read files and folders (md, txt, case, html, pdf, json, jsonl) into tricks.
 
     Unchanged files are skipped; changed files replace their old tricks. Exit status 1 when any
@@ -90,8 +109,16 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], bundled: bool, as_json: b
 
     if not paths and not bundled:
         raise click.UsageError("give files or folders to ingest, or --bundled for casebook's own trick cards")
+    if llm_budget_usd is not None and llm is None:
+        raise click.UsageError("--llm-budget-usd needs --llm MODEL")
     sources = [*paths, *([str(bundled_knowledge())] if bundled else [])]
     base = _open(ctx)
+    extractor = None
+    if llm is not None:
+        from ingest.llm_extract import LLMExtractor
+        from kb.llm import LLMClient
+
+        extractor = LLMExtractor(LLMClient(llm, budget_usd=llm_budget_usd), base.taxonomy)
     progress = Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=err, disable=quiet or as_json, transient=True)
     task = progress.add_task("files", total=None)
@@ -103,13 +130,15 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], bundled: bool, as_json: b
 
     try:
         summary = run_ingest(sources, base, max_bytes=int(max_mb * 2**20), batch_tricks=batch_size,
-                             progress=advance)
+                             progress=advance, extractor=extractor)
     except KBLockedError as error:
         raise CasebookError(str(error)) from None
     finally:
         if progress.live.is_started:
             progress.stop()
     data = summary.to_dict()
+    if extractor is not None:
+        data["llm"] = extractor.record()
     if as_json:
         data.pop("outcomes")
         _print_json(data)
@@ -121,6 +150,22 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], bundled: bool, as_json: b
             f"{data['skipped']} unchanged, {data['failed']} failed; {data['tricks']} tricks "
             f"in {data['seconds']:.1f}s", highlight=False,
         )
+        if data["compiled"] or data["unmapped"]:
+            out.print(f"recipes compiled from the text: {data['compiled']}; left as readable knowledge (no recipe "
+                      f"fits well enough): {data['unmapped']}" + (", e.g." if data["unmapped_examples"] else ""),
+                      highlight=False)
+            for example in data["unmapped_examples"]:
+                out.print(f"  [dim]{example}[/]", highlight=False)
+        if extractor is not None:
+            record, usage = data["llm"], data["llm"]["usage"]
+            cost = f"about ${usage['cost_usd']:.4f}" if usage["cost_usd"] is not None else "cost unknown"
+            out.print(f"LLM {record['model']}: {record['documents']} documents extracted and labelled, "
+                      f"{len(record['fallbacks'])} left to the offline pipeline; {usage['calls']} calls, "
+                      f"{usage['input_tokens'] + usage['cache_read_input_tokens'] + usage['cache_creation_input_tokens']}"
+                      f" input tokens ({usage['cache_read_input_tokens']} from the prompt cache), "
+                      f"{usage['output_tokens']} output tokens, {cost}", highlight=False)
+            for fallback in record["fallbacks"][:5]:
+                err.print(f"offline {fallback['source']}: {fallback['reason']}", highlight=False)
     if not summary.ok:
         sys.exit(1)
 
@@ -218,9 +263,10 @@ def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition
 @click.option("--queries", type=click.Path(dir_okay=False), default=None,
               help="Labelled query set (default: the one shipped with casebook, data/eval/queries.jsonl).")
 @click.option("-k", type=int, default=10, show_default=True)
+@click.option("--kind", type=click.Choice(KINDS), help="Retrieve one kind only (default: every kind, as the agent does).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary and per-query rows as JSON.")
 @click.pass_context
-def evaluate_command(ctx, queries, k, as_json):
+def evaluate_command(ctx, queries, k, kind, as_json):
     """Label accuracy, P@5, R@10, nDCG@10 and leak rate: hierarchical retrieval vs plain dense."""
     from kb.store import EmptyKnowledgeBaseError
     from retrieval.evaluation import DEFAULT_QUERIES, EvalQuery, EvalSetError, evaluate
@@ -228,24 +274,29 @@ def evaluate_command(ctx, queries, k, as_json):
 
     try:
         loaded = EvalQuery.load_all(queries or DEFAULT_QUERIES)
-        result = evaluate(HierarchicalRetriever(_open(ctx)), loaded, k)
+        result = evaluate(HierarchicalRetriever(_open(ctx)), loaded, k, kind)
     except (EvalSetError, EmptyKnowledgeBaseError) as error:
         raise CasebookError(str(error)) from None
     if as_json:
         _print_json(result)
         return
     summary = result["summary"]
-    table = Table(title=f"retrieval on {summary['queries']} queries")
-    for column in ("method", "P@5", "R@10", "nDCG@10", "leak rate"):
+    table = Table(title=f"retrieval on {summary['queries']} queries (tuning: tuned on, a training set; fresh: never)")
+    for column in ("queries", "method", "P@5", "R@10", "nDCG@10", "nDCG@10 card / write-up / paper", "leak rate"):
         table.add_column(column, justify="right")
-    for name in ("hierarchical", "dense"):
-        row = summary[name]
-        table.add_row(name, f"{row['precision@5']:.3f}", f"{row['recall@10']:.3f}", f"{row['ndcg@10']:.3f}",
-                      f"{row['leak_rate']:.2f}")
+    for title, part in (("all", summary), *summary["by_set"].items()):
+        for name in ("hierarchical", "dense"):
+            row = part[name]
+            by_source = " / ".join("-" if v is None else f"{v:.3f}" for v in row["ndcg@10_by_source"].values())
+            table.add_row(f"{title} ({part['queries']})", name, f"{row['precision@5']:.3f}", f"{row['recall@10']:.3f}",
+                          f"{row['ndcg@10']:.3f}", by_source, f"{row['leak_rate']:.2f}")
     out.print(table)
     out.print(f"label accuracy: top-level {summary['label_accuracy_top']:.1%}, subcategory "
               f"{summary['label_accuracy_sub']:.1%}; nDCG@10 gain over dense {summary['ndcg_gain']:+.1%}",
               highlight=False)
+    if summary["graded_not_in_store"]:
+        err.print(f"{summary['graded_not_in_store']} graded tricks are not in this knowledge base (the fresh queries "
+                  "grade the shared write-ups and papers: ingest them to score those)", highlight=False)
 
 
 @main.command()
@@ -258,7 +309,10 @@ def stats(ctx, as_json):
         _print_json(data)
         return
     out.print(f"[bold]{data['home']}[/]: {data['documents']} documents, {data['tricks']} tricks "
-              f"({data['with_recipe']} with a recipe), {data['competitions']} competitions")
+              f"({data['with_recipe']} with a recipe, {data['compiled_from_text']} of them compiled from the text), "
+              f"{data['competitions']} competitions")
+    out.print("  executable tricks by source: " + ", ".join(f"{n} {kind}" for kind, n in
+                                                         data["executable_by_source"].items()), highlight=False)
     for key in ("documents_by_status", "tricks_by_kind", "tricks_by_stage", "tricks_by_top_label"):
         out.print(f"  {key.replace('_', ' ')}: " + ", ".join(f"{n} {v}" for n, v in data[key].items()),
                   highlight=False)
@@ -294,8 +348,13 @@ def show(ctx, trick_id, as_json):
     if as_json:
         _print_json(trick.to_dict())
         return
-    for key, value in trick.to_dict().items():
+    record = trick.to_dict()
+    why, confidence = record.pop("recipe_why"), record.pop("recipe_confidence")
+    for key, value in {**record, "source_kind": trick.source_kind}.items():
         out.print(f"[bold]{key}[/]: {value}", highlight=False)
+    if trick.recipe is not None:
+        how = "" if confidence is None else f" (compiled from its text, confidence {confidence:.2f})"
+        out.print(f"[bold]recipe why[/]{how}: {why or 'not recorded'}", highlight=False)
 
 
 @main.command()
@@ -320,7 +379,8 @@ def remove(ctx, source, as_json):
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def rebuild(ctx, as_json):
-    """Recreate the vector index from the sqlite catalog (e.g. after deleting or corrupting chroma/)."""
+    """Recreate the vector index from the sqlite catalog (e.g. after deleting or corrupting chroma/, or on a new
+    Chroma server)."""
     from kb.store import KBLockedError
 
     try:

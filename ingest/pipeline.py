@@ -7,15 +7,18 @@ file is then written on its own, so a crash or a bad file costs at most that fil
 from __future__ import annotations
 
 import hashlib
+import heapq
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
+from ingest.compile import TrickCompiler
 from ingest.extract import TrickDraft, detect_rank, split, technique_score
+from ingest.llm_extract import Extraction, LLMExtractor
 from ingest.loaders import DEFAULT_MAX_BYTES, LoadError, SourceDocument, discover, file_sha256, load_file
 from kb.competitions import detect as detect_competition
 from kb.competitions import from_text as competition_in_text
@@ -26,6 +29,7 @@ from kb.store import DocumentRecord, KnowledgeBase
 from kb.taxonomy import UnknownLabelError
 
 BATCH_TRICKS = 256
+UNMAPPED_EXAMPLES = 5  # the ingest report's examples of tricks no recipe fits
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,9 @@ class IngestSummary:
     outcomes: tuple[FileOutcome, ...]
     seconds: float
     embedded: int = 0
+    compiled: int = 0  # tricks whose recipe was compiled from their text (ingest.compile)
+    unmapped: int = 0  # tricks no recipe fits well enough: readable knowledge only
+    unmapped_examples: tuple[str, ...] = ()  # the nearest misses, with the op each came closest to
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -60,6 +67,9 @@ class IngestSummary:
             "tricks": self.tricks,
             "seconds": round(self.seconds, 2),
             "tricks_per_second": round(self.tricks / self.seconds, 1) if self.seconds else None,
+            "compiled": self.compiled,
+            "unmapped": self.unmapped,
+            "unmapped_examples": list(self.unmapped_examples),
             "failures": [{"source": o.source, "error": o.error} for o in self.outcomes if o.status == "failed"],
             "outcomes": [asdict(o) for o in self.outcomes],
         }
@@ -75,15 +85,24 @@ class _Pending:
 
 
 class Ingestor:
-    def __init__(self, kb: KnowledgeBase, max_bytes: int = DEFAULT_MAX_BYTES, batch_tricks: int = BATCH_TRICKS):
+    def __init__(self, kb: KnowledgeBase, max_bytes: int = DEFAULT_MAX_BYTES, batch_tricks: int = BATCH_TRICKS,
+                 extractor: LLMExtractor | None = None):
         self.kb = kb
+        # kb ingest --llm: each document's tricks, stages and labels from an LLM, else (per document) the offline path.
+        self.extractor = extractor
+        self._extracted: dict[SourceDocument, Extraction] = {}
         self.max_bytes = max_bytes
         self.batch_tricks = batch_tricks
         self.labeller = HierarchicalLabeller(kb.taxonomy, kb.embedder)
         self.stages = StageClassifier(kb.embedder)
+        self.compiler = TrickCompiler(kb.embedder)
+        self._compiled = 0
+        self._unmapped = 0
+        self._misses: list[tuple[float, str]] = []  # a heap of the nearest misses: (confidence, example)
 
     def run(self, paths: Sequence[str], progress: Callable[[int, int], None] | None = None) -> IngestSummary:
         started = time.perf_counter()
+        self._compiled, self._unmapped, self._misses = 0, 0, []
         found = list(discover(list(paths)))
         outcomes: list[FileOutcome] = []
         pending: list[_Pending] = []
@@ -127,7 +146,9 @@ class Ingestor:
                     flush()
             if pending:
                 flush()
-        return IngestSummary(tuple(outcomes), time.perf_counter() - started, embedded)
+        examples = tuple(example for _, example in sorted(self._misses, reverse=True))
+        return IngestSummary(tuple(outcomes), time.perf_counter() - started, embedded, self._compiled,
+                             self._unmapped, examples)
 
     def _fail(self, outcomes: list[FileOutcome], source: str, sha: str | None, error: str) -> None:
         self.kb.mark_failed(source, sha, error)
@@ -136,6 +157,10 @@ class Ingestor:
     def _drafts(self, document: SourceDocument) -> list[TrickDraft]:
         if document.cards:
             return [TrickDraft(str(card["text"]).strip(), role="card") for card in document.cards]
+        extraction = self.extractor.extract(document) if self.extractor is not None else None
+        if extraction is not None:
+            self._extracted[document] = extraction
+            return list(extraction.tricks)
         return split(document)
 
     def _write(self, batch: list[_Pending], outcomes: list[FileOutcome]) -> int:
@@ -158,7 +183,7 @@ class Ingestor:
                     doc_labels += labels
                     for trick, vector, scores in self._tricks(item.source, document, drafts, own, labels):
                         made.setdefault(trick.id, (trick, vector, scores))
-                tricks = [t for t, _, _ in made.values()]
+                tricks, misses = self._compile([t for t, _, _ in made.values()], [v for _, v, _ in made.values()])
                 first = item.documents[0]
                 title = first.title if len(item.documents) == 1 else f"{len(item.documents)} documents from {Path(item.source).name}"
                 competitions = {t.competition for t in tricks}
@@ -167,22 +192,47 @@ class Ingestor:
                     competitions.pop() if len(competitions) == 1 else None, tuple(dict.fromkeys(doc_labels)),
                 )
                 trick_vectors = [v for _, v, _ in made.values()]
-                ready.append((item, (record, tricks, trick_vectors, [s for _, _, s in made.values()])))
+                ready.append((item, (record, tricks, trick_vectors, [s for _, _, s in made.values()]), misses))
             except Exception as failure:  # e.g. an invalid card: that file fails, the batch goes on
                 self._fail(outcomes, item.source, item.sha256, f"{type(failure).__name__}: {failure}")
         if ready:
-            self.kb.write_documents([entry for _, entry in ready])
+            self.kb.write_documents([entry for _, entry, _ in ready])
             outcomes.extend(
                 FileOutcome(item.source, "updated" if item.existed else "added", len(entry[1]))
-                for item, entry in ready
+                for item, entry, _ in ready
             )
+            for _, entry, misses in ready:
+                self._compiled += sum(trick.recipe_confidence is not None for trick in entry[1])
+                self._unmapped += len(misses)
+                for miss in misses:
+                    heapq.heappush(self._misses, miss)
+                    if len(self._misses) > UNMAPPED_EXAMPLES:
+                        heapq.heappop(self._misses)
         return len(texts) + len(heads)
+
+    def _compile(self, tricks: list[Trick], vectors: list[np.ndarray]) -> tuple[list[Trick], list[tuple[float, str]]]:
+        """Each trick without a recipe of its own gets the one its text states (ingest.compile) when the compiler is
+        sure enough; the rest stay readable knowledge, returned as (confidence, example) for the ingest report."""
+        open_ = [index for index, trick in enumerate(tricks) if trick.recipe is None]
+        if not open_:
+            return tricks, []
+        matches = self.compiler.best([tricks[i].text for i in open_], np.asarray([vectors[i] for i in open_]))
+        compiled, misses = list(tricks), []
+        for index, match in zip(open_, matches):
+            if self.compiler.good(match):
+                compiled[index] = replace(tricks[index], recipe=match.ref(), recipe_why=match.why,
+                                          recipe_confidence=match.confidence)
+            else:
+                misses.append((match.confidence if match else 0.0, _example(tricks[index], self.compiler.shortfall(match))))
+        return compiled, misses
 
     def _document_labels(self, document: SourceDocument, drafts: list[TrickDraft], vectors: np.ndarray,
                          head_vector: np.ndarray) -> list[str]:
         """The document's labels, from its head and its strongest technique sentences (cards: none)."""
         if document.cards:
             return []
+        if document in self._extracted:  # the LLM's two-level choice
+            return list(self._extracted[document].labels)
         strongest = sorted(range(len(drafts)), key=lambda i: -technique_score(drafts[i].text))
         chosen = vectors[strongest[: self.labeller.settings.body_sentences]] if strongest else None
         text = "\n".join([_document_head(document), document.text, *(body for _, body in document.sections)])
@@ -194,6 +244,7 @@ class Ingestor:
         full_text = _document_text(document)
         competition = detect_competition(full_text, file_name) if document.kind == "solution" else None
         rank = detect_rank(document.text, file_name) if document.kind == "solution" else None
+        extraction = self._extracted.pop(document, None)
         for index, (draft, vector) in enumerate(zip(drafts, vectors)):
             if draft.role == "card":
                 card = document.cards[index]
@@ -201,7 +252,8 @@ class Ingestor:
                 yield trick, vector, self.labeller.evidence(trick.text, vector, trick.labels)
                 continue
             labels = self.labeller.label_trick(draft.text, vector, doc_labels)
-            stage = "other" if draft.role == "summary" else self.stages.classify(draft.text, vector)
+            stage = extraction.stages[index] if extraction is not None else \
+                "other" if draft.role == "summary" else self.stages.classify(draft.text, vector)
             yield (
                 Trick(
                     id=_trick_id(document.source, draft.text), text=draft.text, stage=stage,
@@ -231,12 +283,23 @@ class Ingestor:
             kind=str(card.get("kind") or document.kind), source=source,
             title=str(card.get("title") or document.title), competition=card.get("competition"),
             rank=card.get("rank"), recipe=card.get("recipe"),
+            recipe_why="the card's own recipe" if card.get("recipe") else None,
         )
 
 
+def _example(trick: Trick, shortfall: str | None) -> str:
+    """A trick no recipe fits, as the ingest report shows it: id, text and why it was not compiled."""
+    text = trick.text if len(trick.text) <= 100 else trick.text[:99] + "…"
+    return f"{trick.id}: {text!r} ({shortfall})"
+
+
 def _trick_id(source: str, text: str) -> str:
-    stem = re.sub(r"[^a-z0-9]+", "-", Path(source.split("#", 1)[0]).stem.lower()).strip("-")[:40]
-    digest = hashlib.sha1("\0".join((source, text)).encode("utf-8")).hexdigest()[:12]
+    """The same id wherever the file lies (an evaluation set grades tricks by id): the file's name, a record's
+    "#key" and the text, never the folder. A sentence repeated in two files of the same name is one trick."""
+    path = source.split("#", 1)[0]
+    stem = re.sub(r"[^a-z0-9]+", "-", Path(path).stem.lower()).strip("-")[:40]
+    name = Path(path).name + source[len(path):]
+    digest = hashlib.sha1("\0".join((name, text)).encode("utf-8")).hexdigest()[:12]
     return f"{stem}-{digest}"
 
 
@@ -267,10 +330,12 @@ def _document_head(document: SourceDocument) -> str:
 
 
 def ingest(paths: Sequence[str], kb: KnowledgeBase, *, max_bytes: int = DEFAULT_MAX_BYTES,
-           batch_tricks: int = BATCH_TRICKS, progress: Callable[[int, int], None] | None = None) -> IngestSummary:
+           batch_tricks: int = BATCH_TRICKS, progress: Callable[[int, int], None] | None = None,
+           extractor: LLMExtractor | None = None) -> IngestSummary:
     """Ingest files and folders into `kb`; see `IngestSummary` for what happened to each file.
 
     Files are embedded and committed in batches of about `batch_tricks` tricks: smaller batches
-    commit more often, larger ones embed faster.
+    commit more often, larger ones embed faster. With `extractor` (ingest.llm_extract), an LLM extracts each
+    document's tricks and labels, and the offline path takes over for a document it cannot answer for.
     """
-    return Ingestor(kb, max_bytes, batch_tricks).run(paths, progress)
+    return Ingestor(kb, max_bytes, batch_tricks, extractor).run(paths, progress)

@@ -4,6 +4,9 @@ Write order makes a crash harmless: a document row goes in as 'pending', its vec
 earlier ones in chromadb, and one sqlite transaction then swaps its tricks and marks it 'ok'.
 A re-run redoes every file that is not 'ok' with its current hash; trick ids are deterministic,
 so nothing is duplicated. Writers take an exclusive lock on the home folder.
+
+The vectors are embedded in the home (home/chroma) or, with a URL, on a Chroma server (`chroma_client`); the
+catalog always stays in the home.
 """
 
 from __future__ import annotations
@@ -12,24 +15,30 @@ import fcntl
 import json
 import os
 import sqlite3
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import sqlite_utils
 
 from kb.config import resolve_home
 from kb.embedding import Embedder, default_embedder
-from kb.records import ScoredTrick, Trick
+from kb.recipes import executable_ops
+from kb.records import SOURCE_KINDS, ScoredTrick, Trick, source_kind
 from kb.taxonomy import SEPARATOR, Taxonomy, load_taxonomy
 
 COLLECTION = "tricks"
 
 
 CATALOG_FILE = "catalog.db"
+CHROMA_URL_ENV = "CASEBOOK_CHROMA_URL"
+SERVER_DATABASE_FILE = "chroma-database.txt"  # with a Chroma server: the home's database there
 
 
 class KBLockedError(RuntimeError):
@@ -54,18 +63,88 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def chroma_client(home: os.PathLike[str]):
-    """The chromadb client for a casebook home (the knowledge base's tricks, the case library's tasks)."""
+class ChromaServerError(RuntimeError):
+    """The Chroma server URL (--chroma-url, $CASEBOOK_CHROMA_URL) is malformed or nothing answers there."""
+
+
+def resolve_chroma_url(url: str | None = None) -> str | None:
+    """The Chroma server a home's vectors live on: `url`, else $CASEBOOK_CHROMA_URL, else None (embedded in the home)."""
+    return url or os.environ.get(CHROMA_URL_ENV) or None
+
+
+def chroma_client(home: os.PathLike[str], url: str | None = None):
+    """The chromadb client for a casebook home (the knowledge base's tricks, the case library's tasks).
+
+    Embedded in home/chroma, or with `url` (or $CASEBOOK_CHROMA_URL) on a Chroma server (`chroma run`), where the
+    home keeps its collections, under the same names, in a database of its own: homes sharing a server never share
+    an index, and the sqlite catalog beside them stays the record.
+    """
     import chromadb
     from chromadb.config import Settings
+    from chromadb.errors import ChromaError, NotFoundError
 
-    return chromadb.PersistentClient(path=os.path.join(home, "chroma"), settings=Settings(anonymized_telemetry=False))
+    url = resolve_chroma_url(url)
+    if url is None:
+        return chromadb.PersistentClient(path=os.path.join(home, "chroma"),
+                                         settings=Settings(anonymized_telemetry=False))
+    host, port, ssl = _server_address(url)
+    database = _server_database(home)
+
+    def connect():
+        return chromadb.HttpClient(host, port, ssl, settings=Settings(anonymized_telemetry=False), database=database)
+
+    try:
+        try:
+            return connect()
+        except NotFoundError:  # the home's first use of this server
+            admin = chromadb.AdminClient(Settings(
+                chroma_api_impl="chromadb.api.fastapi.FastAPI", chroma_server_host=host, chroma_server_http_port=port,
+                chroma_server_ssl_enabled=ssl, anonymized_telemetry=False))
+            try:
+                admin.create_database(database)
+            except ChromaError:
+                pass  # made meanwhile by another process opening the same home: connecting again tells
+            return connect()
+    except ValueError as error:  # chromadb's "Could not connect to a Chroma server"
+        raise ChromaServerError(f"no Chroma server answers at {url} ({error}): start one with `chroma run --path DIR "
+                                f"--port {port}` there, or fix --chroma-url / ${CHROMA_URL_ENV}") from None
+
+
+def _server_address(url: str) -> tuple[str, int, bool]:
+    """(host, port, ssl) of an http(s)://HOST[:PORT] URL; the port defaults to `chroma run`'s 8000 (443 for https)."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path.strip("/") or port == -1:
+        raise ChromaServerError(f"{url!r} is not a Chroma server URL: give http://HOST:PORT, e.g. "
+                                f"http://localhost:8000, in --chroma-url or ${CHROMA_URL_ENV}")
+    ssl = parts.scheme == "https"
+    return parts.hostname, port or (443 if ssl else 8000), ssl
+
+
+def _server_database(home: os.PathLike[str]) -> str:
+    """The name of the home's database on a Chroma server, made once and kept in the home (so a moved home keeps
+    its index)."""
+    path = Path(home) / SERVER_DATABASE_FILE
+    if not path.exists():
+        staged = path.with_name(f"{path.name}.{os.getpid()}")
+        staged.write_text(f"casebook-{uuid.uuid4().hex}\n")
+        try:
+            os.link(staged, path)  # whole or not at all, and refused when another process named it first
+        except FileExistsError:
+            pass
+        finally:
+            staged.unlink()
+    return path.read_text().strip()
 
 
 class KnowledgeBase:
     def __init__(self, home: str | os.PathLike[str] | None = None, embedder: Embedder | None = None,
-                 taxonomy: Taxonomy | None = None):
+                 taxonomy: Taxonomy | None = None, chroma_url: str | None = None):
         self.home = resolve_home(home)
+        self.chroma_url = resolve_chroma_url(chroma_url)  # None: the vector index is embedded in the home
         self.home.mkdir(parents=True, exist_ok=True)
         self._embedder = embedder
         self.taxonomy = taxonomy or load_taxonomy()
@@ -89,10 +168,14 @@ class KnowledgeBase:
         if "tricks" not in db.table_names():
             db["tricks"].create(
                 {"id": str, "document": str, "source": str, "kind": str, "title": str, "competition": str,
-                 "rank": int, "stage": str, "text": str, "labels": str, "recipe": str},
+                 "rank": int, "stage": str, "text": str, "labels": str, "recipe": str, "recipe_why": str,
+                 "recipe_confidence": float},
                 pk="id",
             )
             db["tricks"].create_index(["document"])
+        for column, kind in (("recipe_why", str), ("recipe_confidence", float)):  # catalogs from before compiling
+            if column not in db["tricks"].columns_dict:
+                db["tricks"].add_column(column, kind)
         if "trick_labels" not in db.table_names():
             db["trick_labels"].create(
                 {"trick_id": str, "label": str, "top": str, "position": int, "score": float},
@@ -109,7 +192,7 @@ class KnowledgeBase:
 
     @cached_property
     def _chroma(self):
-        return chroma_client(self.home)
+        return chroma_client(self.home, self.chroma_url)
 
     @cached_property
     def collection(self):
@@ -398,6 +481,7 @@ class KnowledgeBase:
 
         return {
             "home": str(self.home),
+            "vector_index": self.chroma_url or str(self.home / "chroma"),
             "documents": db["documents"].count,
             "documents_by_status": grouped("SELECT status, COUNT(*) FROM documents GROUP BY status"),
             "tricks": db["tricks"].count,
@@ -410,7 +494,19 @@ class KnowledgeBase:
                 "SELECT COUNT(DISTINCT competition) FROM tricks WHERE competition IS NOT NULL"
             ).fetchone()[0],
             "with_recipe": db["tricks"].count_where("recipe IS NOT NULL"),
+            "compiled_from_text": db["tricks"].count_where("recipe_confidence IS NOT NULL"),
+            "executable_by_source": self.executable_by_source(),
         }
+
+    def executable_by_source(self) -> dict[str, int]:
+        """Tricks whose recipe the agent can run (kb.recipes), by source kind: card, write-up, paper."""
+        executable = set(executable_ops())
+        counts = dict.fromkeys(SOURCE_KINDS, 0)
+        rows = self.catalog.execute("SELECT kind, source, recipe FROM tricks WHERE recipe IS NOT NULL")
+        for kind, source, recipe in rows:
+            if (json.loads(recipe) or {}).get("op") in executable:
+                counts[source_kind(kind, source)] += 1
+        return counts
 
     def label_scores(self, ids: Sequence[str], label: str) -> dict[str, float]:
         """Labeller evidence that each trick carries `label` (a "Top / Sub" or a top-level)."""

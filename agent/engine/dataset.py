@@ -61,6 +61,13 @@ class Dataset:
     def compile_context(self, random_state: int) -> CompileContext:
         return CompileContext(self.task_type, self.columns, self.X, self.y, self.X_test, random_state)
 
+    def changed_target(self, rows: np.ndarray) -> np.ndarray:
+        """The encoded target with every value in `rows` changed (the next class, or y * 3 + 7): the leakage
+        probes' perturbation (agent.verify.probes, agent.engine.free_code)."""
+        y = self.y.copy()
+        y[rows] = (y[rows] + 1) % len(self.classes) if self.classification else y[rows] * 3 + 7
+        return y
+
     def submission(self, prediction: Any) -> pd.DataFrame:
         """The submission table for test-set predictions, shaped like the sample submission."""
         return runtime.submission_frame(

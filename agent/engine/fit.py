@@ -1,7 +1,9 @@
-"""Fitting a compiled pipeline: cross-validation with out-of-fold predictions, and the refit on every training row."""
+"""Fitting a compiled pipeline: cross-validation with out-of-fold (and averaged test) predictions, and the refit on
+every training row that keeps the number of trees early stopping chose in the folds."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -48,16 +50,30 @@ def cross_validate(pipeline: Pipeline, dataset: Dataset, spec: SolutionSpec) -> 
 
 def cross_validate_predictions(pipeline: Pipeline, dataset: Dataset, spec: SolutionSpec) -> tuple[list[float], Any]:
     """(the metric on each validation fold, every training row's out-of-fold prediction)."""
-    predictions, folds = runtime.out_of_fold(
+    fitted = cross_fit(pipeline, dataset, spec)
+    return fold_values(fitted, dataset), fitted.predictions
+
+
+def cross_fit(pipeline: Pipeline, dataset: Dataset, spec: SolutionSpec, *, predict_test: bool = False) -> runtime.CrossFit:
+    """The pipeline cross-fitted on the spec's folds (runtime.cross_fit: GBDTs stop early on each validation fold);
+    with `predict_test`, the fold models' averaged test-set predictions too."""
+    return runtime.cross_fit(
         pipeline, dataset.X, dataset.y, needs_proba=dataset.metric_info.needs_proba,
         classification=dataset.classification, n_splits=spec.validation.n_splits, seed=spec.validation.seed,
+        X_test=dataset.X_test if predict_test else None,
     )
-    return runtime.fold_scores(predictions, dataset.y, folds, dataset.metric), predictions
 
 
-def fit_and_predict(pipeline: Pipeline, dataset: Dataset) -> tuple[Pipeline, Any]:
-    """Fit on every training row; predict the test set (probabilities when the metric needs them)."""
-    fitted = pipeline.fit(dataset.X, dataset.y)
+def fold_values(fitted: runtime.CrossFit, dataset: Dataset) -> list[float]:
+    """The task metric on each validation fold of a cross-fit."""
+    return runtime.fold_scores(fitted.predictions, dataset.y, fitted.folds, dataset.metric)
+
+
+def fit_and_predict(pipeline: Pipeline, dataset: Dataset,
+                    rounds: Mapping[str, float] | None = None) -> tuple[Pipeline, Any]:
+    """Fit on every training row, early-stopping models with the trees their CV folds kept (`rounds`, by path:
+    runtime.CrossFit.stopped_rounds); predict the test set (probabilities when the metric needs them)."""
+    fitted = runtime.refit(pipeline, dataset.X, dataset.y, dict(rounds or {}))
     if dataset.X_test is None:
         return fitted, None
     n_classes = len(dataset.classes) if dataset.classes is not None else None

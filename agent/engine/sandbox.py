@@ -97,10 +97,15 @@ def verbose_candidates(enabled: bool = True) -> Iterator[None]:
         _verbose_default = previous
 
 
+def shows_output(limits: Limits) -> bool:
+    """Whether a candidate run under `limits` keeps its warnings and output (else they are discarded)."""
+    return _verbose_default if limits.verbose is None else limits.verbose
+
+
 def run_isolated(function: Callable[..., Any], *args: Any, limits: Limits) -> Outcome:
     """`function(*args)` in a child process; never raises for anything the child does."""
     started = time.monotonic()
-    verbose = _verbose_default if limits.verbose is None else limits.verbose
+    verbose = shows_output(limits)
     try:
         payload = cloudpickle.dumps((function, args))
     except Exception:  # noqa: BLE001 - a candidate that cannot travel to its process is the candidate's failure

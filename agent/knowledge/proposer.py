@@ -22,6 +22,7 @@ from typing import Any
 
 from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.trainers import Trainer, trainers_of
+from agent.memory.proposer import TrickAdvice
 from agent.search.builtin import BuiltinTreeProposer, describe_score, target_note
 from agent.search.journal import IMPROVE, Journal, Node, candidate_key
 from agent.search.protocols import Proposal
@@ -58,7 +59,7 @@ class KnowledgeTreeProposer:
     """Drafts and improvements composed from the tricks retrieved for the task (see the module docstring)."""
 
     def __init__(self, kb, trainers: Mapping[str, Trainer] | None = None, *, trick_prob: float = 0.5, k: int = 40,
-                 retrieved: Sequence[Any] | None = None, embedder=None, min_mapping_confidence: float = 0.5):
+                 retrieved: Sequence[Any] | None = None):
         from agent.knowledge import (
             recipes,  # the executable recipe catalogue; imported here, when knowledge is asked for
         )
@@ -70,8 +71,7 @@ class KnowledgeTreeProposer:
         self.trick_prob = trick_prob
         self.k = k
         self._retrieved = list(retrieved) if retrieved is not None else None
-        self.embedder = embedder  # for agent.knowledge.trick_mapping, which maps tricks without a recipe to an op
-        self.min_mapping_confidence = min_mapping_confidence
+        self.advice: TrickAdvice | None = None  # the case library's measured effects of tricks (use_memory)
         self._options: list[_Option] | None = None
         self._reading: Future[list[_Option]] | None = None
 
@@ -89,7 +89,11 @@ class KnowledgeTreeProposer:
             self._retrieved = retrieve(profile, k=self.k, kb=self.kb)
         return self._executable(profile, self._retrieved)
 
-    def _start_reading(self, profile: TaskProfile) -> None:
+    def use_memory(self, advice: TrickAdvice) -> None:
+        """Rank tricks by their measured effect on similar tasks (agent.memory): help first, harm last or skipped."""
+        self.advice = advice
+
+    def start_reading(self, profile: TaskProfile) -> None:
         """Retrieve and map the tricks on a worker thread: loading the embedding model and searching take seconds
         that would otherwise come out of the search's budget, while a candidate's CV runs in its own process."""
         if self._options is None and self._reading is None:
@@ -110,12 +114,11 @@ class KnowledgeTreeProposer:
 
     def _executable(self, profile: TaskProfile, retrieved: Sequence[Any]) -> list[_Option]:
         catalogue = self.recipes.catalogue()
-        mapped = self._mapped([item.trick for item in retrieved if not item.trick.recipe])
         options, seen = [], set()
         for item in retrieved:
             trick = item.trick
-            recipe_ref, evidence = (dict(trick.recipe), "") if trick.recipe else mapped.get(trick.id, (None, ""))
-            if not recipe_ref or recipe_ref.get("op") not in catalogue:
+            recipe_ref = dict(trick.recipe or {})  # a card's own, or compiled from the text at ingest (ingest.compile)
+            if recipe_ref.get("op") not in catalogue:
                 continue
             recipe = catalogue[recipe_ref["op"]]
             try:
@@ -123,33 +126,20 @@ class KnowledgeTreeProposer:
                     continue
             except Exception:  # noqa: BLE001 - a recipe that cannot judge this task is not offered
                 continue
-            params = dict(recipe_ref.get("params") or {})
+            params, missing = recipe.for_task(recipe_ref.get("params"), profile)
             key = (recipe.op, repr(sorted(params.items())))
             if key in seen:
                 continue
             seen.add(key)
             title = trick.title or trick.text[:80]
-            if evidence:  # a trick without a recipe, read by agent.knowledge.trick_mapping
-                title = f"{title}; mapped to {recipe.op} by its text: {evidence}"
+            if trick.recipe_confidence is not None:  # compiled from the text: say from which words
+                title = f"{title}; compiled to {recipe.op} from its text: {trick.recipe_why}"
+            title += f" ({missing})" if missing else ""
             applied = AppliedTrick.of(trick, title=title, op=recipe.op, params=params)
             options.append(_Option(applied, recipe, float(item.score)))
         return options
 
-    def _mapped(self, tricks: Sequence[Any]) -> dict[str, tuple[dict[str, Any], str]]:
-        """Recipe refs for tricks that carry none, from agent.knowledge.trick_mapping (one batch); {} without the mapper."""
-        if not tricks:
-            return {}
-        try:
-            from agent.knowledge.trick_mapping import map_tricks
-
-            matches = map_tricks([trick.text for trick in tricks], embedder=self.embedder)
-        except Exception:  # noqa: BLE001 - without a working mapper, only tricks with a recipe are executable
-            return {}
-        return {trick.id: ({"op": match.op, "params": dict(match.params or {})}, match.evidence)
-                for trick, match in zip(tricks, matches)
-                if match is not None and float(match.confidence) >= self.min_mapping_confidence}
-
-    def _apply(self, option: _Option, candidate: SolutionCandidate) -> tuple[SolutionCandidate, str] | None:
+    def apply_option(self, option: _Option, candidate: SolutionCandidate) -> tuple[SolutionCandidate, str] | None:
         """The candidate with the trick's recipe applied, and a note when the trick's own parameters did not fit."""
         note = ""
         try:
@@ -169,7 +159,7 @@ class KnowledgeTreeProposer:
 
     def draft(self, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
         if not journal.draft_nodes:  # the reference: the first family at defaults, evaluated while knowledge is read
-            self._start_reading(profile)
+            self.start_reading(profile)
             plain = self.builtin.draft(profile, journal, rng)
             return plain and replace(plain, plan=f"{plain.plan} (the reference draft, evaluated while the knowledge "
                                                    "base is read)")
@@ -182,7 +172,7 @@ class KnowledgeTreeProposer:
             for option in needed:  # what the columns call for (text, dates, composite ids), in every draft
                 if option.recipe.op in {o.recipe.op for o, _ in used}:
                     continue
-                result = self._apply(option, candidate)
+                result = self.apply_option(option, candidate)
                 if result is not None:
                     candidate = result[0]
                     used.append((option, result[1]))
@@ -223,11 +213,17 @@ class KnowledgeTreeProposer:
             if child.action == IMPROVE and child.trick is not None and not child.members \
                     and not journal.beats_parent(child):
                 failures[child.trick.id] = failures.get(child.trick.id, 0) + 1
-        for option in sorted(self.options(profile), key=lambda option: (option.trick.op not in NEEDED_OPS,
-                                                                         failures.get(option.trick.id, 0))):
-            if option.trick.id in used or option.trick.id in ineffective:
+        # The case library's advice (agent.memory): measured help first, known harm last or skipped.
+        advice = self.advice.for_trainer(node.candidate.trainer) if self.advice is not None else None
+        options = self.options(profile)
+        skipped = advice.skipped(option.trick for option in options if option.trick.id not in used | ineffective) \
+            if advice is not None else ()
+        for option in sorted(options, key=lambda option: (
+                option.trick.op not in NEEDED_OPS, advice.order(option.trick) if advice else (1, 0.0),
+                failures.get(option.trick.id, 0))):
+            if option.trick.id in used or option.trick.id in ineffective or option.trick in skipped:
                 continue
-            result = self._apply(option, node.candidate)
+            result = self.apply_option(option, node.candidate)
             if result is None or journal.has(candidate_key(result[0], self.trainers), self.trainers):
                 continue
             if result[0].trainer != node.candidate.trainer:  # another model family is a draft's job, not a change
@@ -237,6 +233,7 @@ class KnowledgeTreeProposer:
             changed, note = result
             plan = (f"improve node {node.id} ({node.candidate.trainer}, {describe_score(node, profile)}): apply "
                     f"{option.recipe.op}{note} as {option.trick.describe()} suggests")
+            plan += advice.note(option.trick, skipped) if advice is not None else ""
             return Proposal(changed, plan, option.trick)
         # A retrieved tuning trick brings the engine's Optuna study forward, after the untried tricks (it is for when
         # the features are settled): the study is the built-in one, and the trials are the engine's nodes, not the

@@ -118,6 +118,7 @@ class NodeView:
     trick: dict[str, Any] | None
     notes: tuple[str, ...]
     error: str  # the error's last line
+    llm: dict[str, Any] | None = None  # what the LLM did towards it (tokens, cost, answer, fallback), with --llm
 
     @classmethod
     def from_attempt(cls, attempt: Mapping[str, Any]) -> NodeView:
@@ -136,6 +137,7 @@ class NodeView:
             verdict=attempt["verdict"], seconds=attempt["seconds"], finished=attempt["started"] + attempt["seconds"],
             plan=plan, trick=attempt.get("trick"), notes=tuple(attempt["notes"]),
             error=attempt["error"].strip().splitlines()[-1] if attempt["error"].strip() else "",
+            llm=attempt.get("llm"),
         )
 
     @property
@@ -290,7 +292,7 @@ def score_plot(nodes: list[NodeView], baseline: float, metric: str, greater_is_b
                best: NodeView | None) -> str:
     """CV score of each node against the time it finished: the best verified so far as a step line, the trivial
     baseline dashed, scored-but-rejected nodes hollow, failures as crosses along the bottom."""
-    figure = _figure(9, 4)
+    figure = new_figure(9, 4)
     axes = figure.add_subplot()
     by_time = sorted(nodes, key=lambda node: node.finished)
     end = max([node.finished for node in nodes] + [1.0])
@@ -329,7 +331,7 @@ def score_plot(nodes: list[NodeView], baseline: float, metric: str, greater_is_b
     axes.set_ylabel(f"CV {metric} ({'higher' if greater_is_better else 'lower'} is better)")
     axes.grid(alpha=0.3)
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    return _svg(figure, "score")
+    return inline_svg(figure, "score")
 
 
 def _draw_baseline(axes: Any, baseline: float, scores: list[float]) -> None:
@@ -355,7 +357,7 @@ def tree_plot(nodes: list[NodeView], best: NodeView | None, members: Mapping[int
     n_leaves = len({x for x, _ in position.values()})
     depth = max(y for _, y in position.values()) + 1
     detailed = n_leaves <= 12  # boxes with trainer and score while they fit; just ids beyond
-    figure = _figure(min(max(0.95 * n_leaves + 2, 7), 12), min(max(0.95 * depth + 1.2, 3), 12))
+    figure = new_figure(min(max(0.95 * n_leaves + 2, 7), 12), min(max(0.95 * depth + 1.2, 3), 12))
     axes = figure.add_subplot()
     root = (sum(x for x, y in position.values() if y == 0) / max(sum(1 for _, y in position.values() if y == 0), 1),
             -1.0)
@@ -394,7 +396,7 @@ def tree_plot(nodes: list[NodeView], best: NodeView | None, members: Mapping[int
     if members:
         handles.append(Line2D([], [], color="#bbb", linestyle=":", label="ensemble member"))
     axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9, frameon=False)
-    return _svg(figure, "tree")
+    return inline_svg(figure, "tree")
 
 
 def _tree_layout(nodes: list[NodeView]) -> dict[int, tuple[float, int]]:
@@ -432,14 +434,14 @@ def _short(trainer: str) -> str:
     return {"hist_gradient_boosting": "hist GBM", "random_forest": "forest"}.get(trainer, trainer)
 
 
-def _figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
     """A figure on the Agg canvas (never a GUI backend), sized in inches."""
     figure = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(figure)
     return figure
 
 
-def _svg(figure: Figure, name: str) -> str:
+def inline_svg(figure: Figure, name: str) -> str:
     """The figure as an <svg> element to inline: text kept as text (small, selectable), no XML prologue, and
     ids salted by the plot's name, so the page is the same each time and two plots' ids never clash."""
     buffer = io.StringIO()

@@ -14,6 +14,7 @@ from agent.engine.trainers import Trainer
 from agent.outputs.report import RUN_FILE, TRACE_FILE
 from agent.outputs.solution import render_solution
 from agent.search.journal import Journal, Node
+from agent.search.protocols import FREE_CODE
 
 SUBMISSION_FILE = "submission.csv"
 SOLUTION_FILE = "solution.py"
@@ -31,15 +32,21 @@ def open_trace(out_dir: Path) -> TextIO:
     return open(out_dir / TRACE_FILE, "w", encoding="utf-8")
 
 
-def trace_line(node: Node, attempt: AttemptRecord) -> dict[str, Any]:
+def trace_line(node: Node, attempt: AttemptRecord, llm: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One trace.jsonl line: the attempt as the seed loop records it, plus the node's place in the tree and where
-    its trick came from (source kind: card, write-up or paper; file; competition), all None without a trick."""
+    its trick came from (source kind: card, write-up or paper; file; competition), all None without a trick; with
+    the LLM proposer, `llm`: what the LLM did towards the node (agent.llm.proposer.LLMStep)."""
     trick = node.trick
+    extra = {"llm": dict(llm)} if llm is not None else {}
     return {
         **attempt.to_dict(), "node_id": node.id, "parent_id": node.parent_id, "action": node.action,
         "plan": node.plan, "trick": trick.to_dict() if trick else None, "node_status": node.status,
         "debug_depth": node.debug_depth, "trick_source_kind": (trick.source_kind or None) if trick else None,
         "trick_file": (trick.source or None) if trick else None, "trick_competition": trick.competition if trick else None,
+        # The data its CV score comes from: every training row ("full") or the exploration sample ("sample").
+        "scored_on": node.scored_on, "scored_rows": node.scored_rows,
+        "exploration": node.exploration.to_dict() if node.exploration is not None else None,
+        **extra,
     }
 
 
@@ -58,7 +65,7 @@ def write_submission(out_dir: Path, dataset: Dataset, run: EngineeringRun) -> Pa
 
 
 def write_solution(out_dir: Path, dataset: Dataset, run: EngineeringRun, journal: Journal | None,
-                   trainers: Mapping[str, Trainer], random_state: int) -> Path | None:
+                   trainers: Mapping[str, Trainer], random_state: int, fold_average: bool = False) -> Path | None:
     """solution.py for the best spec, headed by where it came from; None when nothing was verified."""
     if run.best_spec is None:
         return None
@@ -71,8 +78,15 @@ def write_solution(out_dir: Path, dataset: Dataset, run: EngineeringRun, journal
         headline = (f"Attempt {best.index} of {len(run.attempts)} ({best.candidate.rationale}): "
                     f"CV {run.metric} = {best.evidence.metric_value:.6f}.")
     path = out_dir / SOLUTION_FILE
-    path.write_text(render_solution(run.best_spec, dataset, trainers, random_state, headline=headline),
-                    encoding="utf-8")
+    if run.best_spec.model.name == FREE_CODE:  # a script an LLM wrote: solution.py is that script
+        path.write_text(f'"""Free code for task {dataset.name!r}, written by an LLM for casebook\'s agent.\n\n{headline}\n\n'
+                        "It runs in a folder holding train.csv, test.csv, folds.csv and task.json as casebook writes "
+                        f"them (free_code/node-{best.id}/ of this run folder), and writes oof.csv and "
+                        'test_predictions.csv there; casebook scored oof.csv itself."""\n\n' + best.code,
+                        encoding="utf-8")
+        return path
+    path.write_text(render_solution(run.best_spec, dataset, trainers, random_state, headline=headline,
+                                    fold_average=fold_average), encoding="utf-8")
     return path
 
 

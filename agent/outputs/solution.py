@@ -34,12 +34,17 @@ def main(argv):
     out_path = Path(argv[2]) if len(argv) > 2 else Path("submission.csv")
     X, y_raw, X_test, test_ids, sample = load_task(task_dir, TASK["target"], TASK["id_column"])
     y, classes = encode_target(y_raw, TASK["classification"], TASK["positive_class"])
-    scores = cross_validate(build_model(), X, y, metric=TASK["metric"], needs_proba=TASK["needs_proba"],
-                            classification=TASK["classification"], n_splits=TASK["n_splits"], seed=TASK["seed"])
+    folds = cross_fit(build_model(), X, y, needs_proba=TASK["needs_proba"], classification=TASK["classification"],
+                      n_splits=TASK["n_splits"], seed=TASK["seed"],
+                      X_test=X_test if TASK["final"] == "fold_average" else None)
+    scores = fold_scores(folds.predictions, y, folds.folds, TASK["metric"])
     print(f"cv_{{TASK['metric']}}={{np.mean(scores):.10f}} folds={{[round(score, 6) for score in scores]}}")
-    model = build_model().fit(X, y)
-    n_classes = None if classes is None else len(classes)
-    prediction = predict_for_metric(model, X_test, TASK["needs_proba"], n_classes)
+    if TASK["final"] == "fold_average":  # the CV's fold models, their test predictions averaged
+        prediction = folds.test_prediction
+    else:  # one fit on every row; early-stopping models keep the number of trees their folds kept on average
+        model = refit(build_model(), X, y, folds.stopped_rounds)
+        n_classes = None if classes is None else len(classes)
+        prediction = predict_for_metric(model, X_test, TASK["needs_proba"], n_classes)
     submission = submission_frame(prediction, test_ids=test_ids, id_column=TASK["id_column"], target=TASK["target"],
                                   classes=classes, needs_proba=TASK["needs_proba"], sample=sample)
     submission.to_csv(out_path, index=False)
@@ -61,8 +66,11 @@ def render_solution(
     *,
     headline: str = "",
     extra_steps: Mapping[str, StepOp] | None = None,
+    fold_average: bool = False,
 ) -> str:
-    """A standalone solution.py: `python solution.py [TASK_DIR] [SUBMISSION_CSV]` prints the CV score and writes the submission."""
+    """A standalone solution.py: `python solution.py [TASK_DIR] [SUBMISSION_CSV]` prints the CV score and writes the
+    submission: from one refit on every row, or with `fold_average`, from the CV fold models' averaged test
+    predictions (as the agent's submission was made when the refit did not fit in its budget)."""
     if dataset.task_dir is None:
         raise NotRenderableError("solution.py reads a task folder; this dataset was not loaded from one")
     task = {
@@ -75,11 +83,13 @@ def render_solution(
         "positive_class": dataset.positive_class,  # binary tasks: the label coded 1, whose probability is submitted
         "n_splits": spec.validation.n_splits,
         "seed": spec.validation.seed,
+        "final": "fold_average" if fold_average else "refit",  # how the submission's predictions are made
     }
+    final = "averages the fold models' test predictions" if fold_average else "refits on all training rows"
     docstring = (
         f'"""Solution for task {dataset.name!r}, rendered by casebook\'s agent.\n\n{headline}\n\n'
         "Usage: python solution.py [TASK_DIR] [SUBMISSION_CSV]\n"
-        "Prints the cross-validated score, refits on all training rows and writes the submission.\n"
+        f"Prints the cross-validated score, {final} and writes the submission.\n"
         'Needs numpy, pandas and scikit-learn (and the boosting library the model uses, if any)."""\n'
     )
     model = render_model(spec, dataset, trainers, random_state, extra_steps)

@@ -20,8 +20,8 @@ from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.spec import Step, insert_before, replace_step
 from agent.engine.steps import LOG_TARGET
 from agent.engine.trainers import (
-    SEED_TRAINERS,
     Trainer,
+    size_class,
     steps_for,
     trainer_facts,
     trainer_registry,
@@ -33,8 +33,10 @@ from agent.search.tuning import DEFAULT_TRIALS, Tuner
 from retrieval.metrics import CLASSIFICATION
 from retrieval.profile import TaskProfile
 
-# Model families drafted in this order: cheap and different first.
-DRAFT_FAMILIES = (*SEED_TRAINERS, "extra_trees")
+# Model families drafted in this order: cheapest first, then different. A linear model and LightGBM (a histogram
+# GBDT that stops early) before any forest; then AutoGluon's order of priority (LightGBM, random forest, CatBoost,
+# extra trees and XGBoost after), with scikit-learn's histogram GBDT, LightGBM's near twin, among the late ones.
+DRAFT_FAMILIES = ("linear", "lightgbm", "random_forest", "catboost", "hist_gradient_boosting", "xgboost", "extra_trees")
 
 
 def log_target_fits(profile: TaskProfile) -> bool:
@@ -44,6 +46,14 @@ def log_target_fits(profile: TaskProfile) -> bool:
 
 def target_note(candidate: SolutionCandidate) -> str:
     return " on log(1 + target), as the metric scores relative errors" if candidate.target_transform else ""
+
+
+def sized_note(candidate: SolutionCandidate, profile: TaskProfile) -> str:
+    """How a draft's parameters were chosen, in words: at defaults, or the set for the table's size."""
+    if not candidate.params:
+        return "at defaults"
+    stopping = ", stopping early on each validation fold" if "early_stopping_rounds" in candidate.params else ""
+    return f"with its parameters for a {size_class(profile.n_rows)} table ({profile.n_rows:,} rows{stopping})"
 
 
 def describe_score(node: Node, profile: TaskProfile) -> str:
@@ -72,13 +82,14 @@ class BuiltinTreeProposer:
             candidate = self.base_candidate(family, profile)
             if journal.has(candidate_key(candidate, self.trainers), self.trainers):
                 continue
-            return Proposal(candidate, f"draft: {family.replace('_', ' ')} at defaults{target_note(candidate)} — a "
-                                       "model family no other draft uses")
+            return Proposal(candidate, f"draft: {family.replace('_', ' ')} {sized_note(candidate, profile)}"
+                                       f"{target_note(candidate)} — a model family no other draft uses")
         return None
 
     def base_candidate(self, trainer: str, profile: TaskProfile) -> SolutionCandidate:
-        return SolutionCandidate(trainer, {}, "", steps_for(trainer, self.trainers),
-                                 LOG_TARGET if log_target_fits(profile) else None)
+        """The trainer's own preprocessing, with its parameter set for the table's size (TrainerFacts.params_for)."""
+        return SolutionCandidate(trainer, trainer_facts(trainer).params_for(profile.n_rows), "",
+                                 steps_for(trainer, self.trainers), LOG_TARGET if log_target_fits(profile) else None)
 
     # ---- improve
 
@@ -101,8 +112,11 @@ class BuiltinTreeProposer:
         if log_target_fits(profile) and base.target_transform is None:
             changes.append(("model log(1 + target), as the metric scores relative errors",
                             replace(base, target_transform=LOG_TARGET)))
+        stopping = base.params.get("early_stopping_rounds")
+        patience = {} if stopping is None else {"early_stopping_rounds": stopping}
         for why, params in trainer_facts(base.trainer).variations_for(profile.task_type in CLASSIFICATION):
-            changes.append((why, replace(base, params={**base.params, **params})))
+            # the patience stays the one the table's size set (TrainerFacts.params_for)
+            changes.append((why, replace(base, params={**base.params, **params, **patience})))
         ops = _ops(base)
         high_cardinality = [c.name for c in profile.column_infos("categorical") if c.cardinality > 15]
         if high_cardinality and "target_encoding" not in ops:
@@ -149,9 +163,11 @@ class BuiltinTreeProposer:
                                          f"study around node {trial.centre}: {values}{why}")
 
     def observe(self, node: Node) -> None:
-        """A verified node: the Optuna study that asked for it learns its score."""
+        """A verified node: the Optuna study that asked for it learns its score (the exploration sample's, when the
+        node was explored on one, so that a study's trials compare on the same rows)."""
         if self.tuner is not None:
-            self.tuner.observe(node.id, node.candidate, node.score, node.valid)
+            score = node.exploration.score if node.exploration is not None else node.score
+            self.tuner.observe(node.id, node.candidate, score, node.verified)
 
     # ---- debug
 

@@ -17,14 +17,41 @@ from agent.candidate import SOURCE_KINDS, AppliedTrick, SolutionCandidate, json_
 from agent.engine.spec import Step
 from agent.engine.steps import BUILTIN_STEPS, TARGET_OPS
 from agent.engine.trainers import Trainer, default_steps
+from agent.verify.findings import OVER_TIME as OVER_TIME  # a node status too
 from agent.verify.findings import Finding
 
 DRAFT, IMPROVE, DEBUG = "draft", "improve", "debug"
 VALID, BUGGY, DEAD = "valid", "buggy", "dead"
-
-
+# Neither compared with valid nodes nor debugged: a node verified on the exploration sample only (EXPLORED), and
+# a node stopped at its time cap (OVER_TIME, its verdict's failure too: the budget's verdict rather than a bug).
+EXPLORED = "explored"
+# The data a node's CV score comes from: every training row, or the exploration sample (agent.search.tree).
+FULL, SAMPLE = "full", "sample"
 
 ACTIONS = (DRAFT, IMPROVE, DEBUG)
+
+
+@dataclass(frozen=True)
+class Exploration:
+    """How a node scored on the exploration sample (large tables: a stratified sample of the training rows), and
+    whether that made it promising enough to be cross-validated on every row."""
+
+    rows: int  # the sample's rows
+    metric: float | None  # the mean CV metric on the sample, in its own units; None when it did not run
+    score: float  # the sample's verdict, greater is better (-inf for a failure): what explored nodes compare on
+    elapsed: float
+    promoted: bool  # cross-validated on every row afterwards
+    note: str = ""  # why it was or was not promoted, in words
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows": self.rows, "metric": json_number(self.metric) if self.metric is not None else None,
+                "score": json_number(self.score), "elapsed": round(self.elapsed, 3), "promoted": self.promoted,
+                "note": self.note}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Exploration:
+        return cls(int(data["rows"]), data.get("metric"), -math.inf if data.get("score") is None else float(data["score"]),
+                   float(data.get("elapsed", 0.0)), bool(data.get("promoted")), data.get("note", ""))
 
 
 @dataclass(frozen=True)
@@ -36,7 +63,7 @@ class Node:
     candidate: SolutionCandidate  # with explicit steps
     spec: Mapping[str, Any]  # SolutionSpec.to_dict()
     code: str  # the pipeline's Python source ("" when it cannot be rendered)
-    status: str  # valid / buggy / dead
+    status: str  # valid / buggy / dead / explored / over_time
     metric: float | None  # mean CV metric in its own units; None when it did not run
     score: float  # greater is better; -inf for a failure
     output: str = ""  # the verifier's reason and notes
@@ -50,10 +77,19 @@ class Node:
     # agent.verify.findings.FAILURES, None when valid) and the findings behind the verdict (leaks, warnings, usage).
     failure: str | None = None
     findings: tuple[Finding, ...] = ()
+    scored_on: str = FULL  # where `metric` comes from: FULL (CV on every training row) or SAMPLE
+    scored_rows: int = 0  # the training rows of that CV (0 in journals written before nodes kept it)
+    exploration: Exploration | None = None  # its score on the exploration sample, when it was explored first
 
     @property
     def valid(self) -> bool:
+        """Verified on every training row: the nodes whose scores are compared to choose the best."""
         return self.status == VALID
+
+    @property
+    def verified(self) -> bool:
+        """Verified, on every row or on the exploration sample only."""
+        return self.status in (VALID, EXPLORED)
 
     @property
     def buggy(self) -> bool:
@@ -68,6 +104,8 @@ class Node:
             "trick": self.trick.to_dict() if self.trick else None, "debug_depth": self.debug_depth,
             "elapsed": round(self.elapsed, 3), "started": round(self.started, 3), "members": list(self.members),
             "failure": self.failure, "findings": [finding.to_dict() for finding in self.findings],
+            "scored_on": self.scored_on, "scored_rows": self.scored_rows,
+            "exploration": self.exploration.to_dict() if self.exploration is not None else None,
         }
 
     @classmethod
@@ -83,6 +121,8 @@ class Node:
             started=float(data.get("started", 0.0)), members=tuple(data.get("members") or ()),
             failure=data.get("failure"),  # journals written before nodes kept the verdict as records have neither
             findings=tuple(Finding.from_dict(item) for item in data.get("findings") or ()),
+            scored_on=data.get("scored_on", FULL), scored_rows=int(data.get("scored_rows") or 0),
+            exploration=Exploration.from_dict(data["exploration"]) if data.get("exploration") else None,
         )
 
 
@@ -174,16 +214,43 @@ class Journal:
 
     @property
     def valid_nodes(self) -> list[Node]:
+        """Nodes verified on every training row."""
         return [node for node in self._nodes if node.valid]
 
+    @property
+    def explored_nodes(self) -> list[Node]:
+        """Nodes verified on the exploration sample only."""
+        return [node for node in self._nodes if node.status == EXPLORED]
+
     def best(self, verified_only: bool = True) -> Node | None:
-        """The node with the best CV score (the earliest on a tie); by default among verified nodes only."""
-        pool = self.valid_nodes if verified_only else [node for node in self._nodes if math.isfinite(node.score)]
-        return max(pool, key=lambda node: (node.score, -node.id), default=None)
+        """The node with the best CV score (the earliest on a tie); by default among nodes verified on every row
+        only, so a score on the exploration sample is never compared with one on every row.
+
+        Explored nodes compare among themselves, on the sample: an explored node whose CV on every row did not fit
+        in the budget replaces that best when it beats it there, where both were scored (the best must have been
+        explored too, so not a blend); a search that could cross-validate no node on every row takes the best
+        explored node."""
+        if not verified_only:
+            return max((node for node in self._nodes if math.isfinite(node.score)),
+                       key=lambda node: (node.score, -node.id), default=None)
+        best = max(self.valid_nodes, key=lambda node: (node.score, -node.id), default=None)
+        explored = max(self.explored_nodes, key=lambda node: (node.score, -node.id), default=None)
+        if explored is None or (best is not None and (best.exploration is None
+                                                      or explored.score <= best.exploration.score)):
+            return best
+        return explored
 
     def beats_parent(self, node: Node) -> bool:
+        """Verified and better than its parent (a parent that failed is beaten), compared on the exploration sample
+        when both were explored on it, else on every row."""
         parent = self.parent(node)
-        return node.valid and (parent is None or not parent.valid or node.score > parent.score)
+        if not node.verified:
+            return False
+        if parent is None or not parent.verified:
+            return True
+        if node.exploration is not None and parent.exploration is not None:
+            return node.exploration.score > parent.exploration.score
+        return node.valid and (not parent.valid or node.score > parent.score)
 
     def tricks_on_branch(self, node: Node) -> tuple[set[str], set[str]]:
         """(used, ineffective) trick ids for improving `node`: tricks applied on its path or already tried from

@@ -29,6 +29,15 @@ class SearchSettings:
     steps: int = 100  # search steps after the initial drafts; the wall-clock budget usually ends a search first
     time_budget: float | None = 900.0  # seconds for the whole search; None: unbounded
     seed: int = 0
+    # A node's time cap is what is left of the budget (less the time kept for the refit and the outputs), and at
+    # most this share of the budget, so that no one node can use it all; on a sampled table, a promising node's CV
+    # on every row may take twice that (those are the scores that choose the best). A node stopped at its cap is
+    # over time.
+    node_share: float = 0.25
+    # Above this many training rows, a node is first cross-validated on a sample of this many rows (by class for
+    # classification), and only one that beats its model family's best score on the sample is then cross-validated
+    # on every row; only those scores are compared to choose the best. None: every node on every row.
+    explore_rows: int | None = 20_000
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,18 @@ from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.search.journal import Journal, Node
 from retrieval.profile import TaskProfile
 
+# The trainer name of a free-code node: its solution is a script (Proposal.script), not a spec of the vocabulary.
+FREE_CODE = "free_code"
+
 
 @dataclass(frozen=True)
 class Proposal:
     candidate: SolutionCandidate
     plan: str
     trick: AppliedTrick | None = None
+    # Free code (agent.llm's coder): a script the tree runs confined and scores itself (Evaluator.evaluate_script);
+    # the candidate is then SolutionCandidate(FREE_CODE, steps=()), a record of what the node is.
+    script: str | None = None
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,14 @@ LEAK_KINDS = (LEAK_TEST, LEAK_TARGET)
 WARNING_KINDS = (TARGET_COPY, NOT_DETERMINISTIC, FIT_OUTSIDE_FOLD)
 FINDING_KINDS = (*LEAK_KINDS, *WARNING_KINDS, IGNORED_COLUMN, IGNORED_FILE)
 
-# Verdict failure kinds: how an attempt failed (None for a valid one). The first four are how its run ended
-# (agent.engine.sandbox.Outcome.status); the others are what the verifier found in a run that ended well.
+# Verdict failure kinds: how an attempt failed (None for a valid one). The run failures are how its run ended
+# (Evidence.status); the others are what the verifier found in a run that ended well.
 ERROR, TIMEOUT, MEMORY, CRASHED = "error", "timeout", "memory", "crashed"
+# Stopped at the time cap the search gave it (agent.evaluator records the sandbox's "timeout" so): the budget's
+# verdict, not a bug, so the search never debugs it. TIMEOUT remains for journals written before.
+OVER_TIME = "over_time"
 NON_FINITE, LEAKAGE, NOT_BETTER = "non_finite", "leakage", "not_better"
-RUN_FAILURES = (ERROR, TIMEOUT, MEMORY, CRASHED)
+RUN_FAILURES = (ERROR, OVER_TIME, TIMEOUT, MEMORY, CRASHED)
 FAILURES = (*RUN_FAILURES, NON_FINITE, LEAKAGE, NOT_BETTER)
 
 
@@ -97,7 +100,7 @@ class Inspection:
 class Evidence:
     """What evaluating one candidate measured."""
 
-    status: str  # as agent.engine.sandbox.Outcome.status
+    status: str  # "ok", or one of RUN_FAILURES: how its run ended
     metric_value: float = math.nan  # mean CV metric in its own units
     fold_values: tuple[float, ...] = ()
     error: str = ""
@@ -106,6 +109,13 @@ class Evidence:
     elapsed: float = 0.0
     # Every training row's out-of-fold prediction (what the metric scores), for blending candidates; not compared.
     predictions: Any = field(default=None, compare=False, repr=False)
+    # The CV fold models' test-set predictions, averaged: the submission when a refit on every row would not fit in
+    # the budget (None when the CV predicted no test set).
+    test_prediction: Any = field(default=None, compare=False, repr=False)
+    rows: int = 0  # the training rows the CV ran on (0: not known)
+    fit_seconds: tuple[float, ...] = ()  # each fold's fit, for estimating a refit's seconds
+    # The number of trees each early-stopping model kept, by its path in the model (runtime.CrossFit.stopped_rounds).
+    stopped_rounds: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def findings(self) -> tuple[Finding, ...]:

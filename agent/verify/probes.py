@@ -95,7 +95,7 @@ def inspect_candidate(
         where = differing_step(context.with_data(X_test=_perturbed(dataset.X_test)))
         if where:
             leaks.append(finding(LEAK_TEST, where, "learns from the test set"))
-    where = differing_step(context.with_data(y=_perturbed_target(dataset, valid_rows)))
+    where = differing_step(context.with_data(y=dataset.changed_target(valid_rows)))
     if where:
         leaks.append(finding(LEAK_TARGET, where, "learns from the target outside the CV folds"))
     outside_rows = dataset.X.copy()
@@ -157,12 +157,6 @@ def _perturbed(frame: pd.DataFrame) -> pd.DataFrame:
         else:
             changed[name] = values.map(lambda value: f"perturbed {value}")
     return changed
-
-
-def _perturbed_target(dataset: Dataset, rows: np.ndarray) -> np.ndarray:
-    y = dataset.y.copy()
-    y[rows] = (y[rows] + 1) % len(dataset.classes) if dataset.classification else y[rows] * 3 + 7
-    return y
 
 
 def _same(left: pd.DataFrame, right: pd.DataFrame) -> bool:

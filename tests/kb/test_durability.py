@@ -74,7 +74,7 @@ def test_second_writer_gets_a_clear_message(make_kb, tmp_path):
     assert base.count() == 0
 
 
-def test_index_is_rebuilt_from_the_catalog(make_kb, tmp_path):
+def test_index_is_rebuilt_from_the_catalog(make_kb, tmp_path, lose_index, embedding_cache):
     from kb.store import KnowledgeBase
 
     source = need(WRITEUPS / "tabular_cases")
@@ -83,7 +83,9 @@ def test_index_is_rebuilt_from_the_catalog(make_kb, tmp_path):
     query = "rotate latitude and longitude coordinates"
     before = [h.trick.id for h in base.search(query, k=5)]
     base.close()
-    shutil.rmtree(base.home / "chroma")  # the vector index is lost; the catalog is the record
+    lose_index(base)  # the vector index is lost; the catalog is the record
+    with sqlite3.connect(embedding_cache) as cache, sqlite3.connect(base.home / "embeddings.db") as copy:
+        cache.backup(copy)  # warm cache (with what its write-ahead log holds): the child embeds nothing again
     fresh = KnowledgeBase(base.home, embedder=base.embedder)
     result = subprocess.run([sys.executable, "-m", "cli.kb", "--home", str(base.home), "rebuild", "--json"],
                             cwd=REPO, capture_output=True, text=True, timeout=300)

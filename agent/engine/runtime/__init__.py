@@ -22,7 +22,7 @@ from .columns import (
     on_columns,
     one_hot_name,
 )
-from .cv import cross_validate, fold_scores, make_folds, out_of_fold
+from .cv import CrossFit, cross_fit, cross_validate, fit_fold, fold_scores, make_folds, out_of_fold, refit, stops_early
 from .encoders import AddMissingIndicators, FrequencyEncoding, NativeCategories, OrdinalCodes, RareLevels
 from .estimators import *  # noqa: F403 - every estimator rendered source may name (boosting ones when installed)
 from .features import (
@@ -47,7 +47,15 @@ from .stacking import LINKS, LinearStack, apply_link, combine
 from .targets import shifted_exp, shifted_log
 from .taskio import encode_target, load_task, normalise_frame, read_table, submission_frame
 from .text import TextStats, TfidfSvd, TfidfText
-from .wrappers import ClassWeighted, EarlyStopped, SeedBagged, Wrapper
+from .wrappers import (
+    BOOSTING_LIBRARIES,
+    ClassWeighted,
+    EarlyStopped,
+    SeedBagged,
+    Wrapper,
+    boosting_library,
+    catboost_frame,
+)
 
 # The order solution.py concatenates the modules in: each may use only the names of the modules before it.
 MODULE_ORDER = (estimators, columns, encoders, features, text, wrappers, stacking, targets, metrics, cv, taskio)

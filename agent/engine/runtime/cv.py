@@ -1,10 +1,23 @@
-"""Cross-validation: the folds, out-of-fold predictions and the metric on each fold."""
+"""Cross-validation: the folds, out-of-fold predictions with early stopping on each validation fold, the metric on
+each fold, and the refit on every row that keeps the folds' numbers of trees."""
+
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.base import clone
+from sklearn.compose import TransformedTargetRegressor
+from sklearn.ensemble import VotingClassifier, VotingRegressor
 from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer, LabelEncoder
+from sklearn.utils import Bunch
 
 from .metrics import METRIC_FUNCTIONS, predict_for_metric
+from .stacking import LinearStack
+from .wrappers import ClassWeighted, EarlyStopped, SeedBagged
+
+COMBINERS = (VotingClassifier, VotingRegressor, LinearStack)  # models made of member models, by (name, model) pairs
 
 
 def make_folds(y, *, classification, n_splits, seed):
@@ -13,18 +26,53 @@ def make_folds(y, *, classification, n_splits, seed):
     return list(splitter.split(np.zeros(len(y)), y))
 
 
-def out_of_fold(model, X, y, *, needs_proba, classification, n_splits, seed):
-    """Every row predicted by a fresh clone of `model` fitted on the other folds; (predictions, folds)."""
+@dataclass
+class CrossFit:
+    """A model cross-fitted on K folds: every row's out-of-fold prediction, the folds, the fold models' test-set
+    predictions averaged (None without test rows), the number of trees each early-stopping model inside kept (the
+    mean over the folds, by its path in the model: see fit_fold) and the seconds each fold's fit took."""
+
+    predictions: np.ndarray
+    folds: list
+    test_prediction: np.ndarray | None = None
+    stopped_rounds: dict = field(default_factory=dict)
+    fit_seconds: list = field(default_factory=list)
+
+
+def cross_fit(model, X, y, *, needs_proba, classification, n_splits, seed, X_test=None):
+    """Every row predicted by a clone of `model` fitted on the other folds (early-stopping models stop on the fold
+    being predicted); with `X_test`, the fold models' test predictions averaged: class probabilities averaged (then
+    the most probable class when the metric scores labels; none for a classifier without probabilities)."""
     n_classes = int(np.max(y)) + 1 if classification else None
     folds = make_folds(y, classification=classification, n_splits=n_splits, seed=seed)
-    predictions = None
+    predictions, test_total, rounds, seconds = None, None, {}, []
     for train_rows, valid_rows in folds:
-        fitted = clone(model).fit(X.iloc[train_rows], y[train_rows])
+        started = time.perf_counter()
+        fitted, stopped = fit_fold(model, X.iloc[train_rows], y[train_rows], X.iloc[valid_rows], y[valid_rows])
+        seconds.append(time.perf_counter() - started)
         prediction = predict_for_metric(fitted, X.iloc[valid_rows], needs_proba, n_classes)
         if predictions is None:
             predictions = np.zeros((len(y), *np.shape(prediction)[1:]), dtype=np.asarray(prediction).dtype)
         predictions[valid_rows] = prediction
-    return predictions, folds
+        if X_test is not None and (not classification or hasattr(fitted, "predict_proba")):
+            test = np.asarray(predict_for_metric(fitted, X_test, classification, n_classes), dtype=float)
+            test_total = test if test_total is None else test_total + test
+        for path, value in stopped.items():
+            rounds.setdefault(path, []).append(value)
+    test_prediction = None
+    if test_total is not None:
+        test_prediction = test_total / len(folds)
+        if classification and not needs_proba:
+            test_prediction = np.argmax(test_prediction, axis=1)
+    return CrossFit(predictions, folds, test_prediction, {path: float(np.mean(values)) for path, values in rounds.items()},
+                    seconds)
+
+
+def out_of_fold(model, X, y, *, needs_proba, classification, n_splits, seed):
+    """(every row's out-of-fold prediction, the folds): see cross_fit."""
+    fitted = cross_fit(model, X, y, needs_proba=needs_proba, classification=classification, n_splits=n_splits,
+                       seed=seed)
+    return fitted.predictions, fitted.folds
 
 
 def fold_scores(predictions, y, folds, metric):
@@ -37,3 +85,121 @@ def cross_validate(model, X, y, *, metric, needs_proba, classification, n_splits
     predictions, folds = out_of_fold(model, X, y, needs_proba=needs_proba, classification=classification,
                                      n_splits=n_splits, seed=seed)
     return fold_scores(predictions, y, folds, metric)
+
+
+# ---- early stopping inside a model: pipelines, target transforms, wrappers and combinations of members
+
+
+def _wrapped(model):
+    """The model a wrapper or a target transform fits, None for any other model."""
+    if isinstance(model, TransformedTargetRegressor):
+        return model.regressor
+    if isinstance(model, (ClassWeighted, SeedBagged, EarlyStopped)):
+        return model.estimator
+    return None
+
+
+def stops_early(model):
+    """Whether `model` holds an early-stopping model (runtime.EarlyStopped) that validation rows would reach."""
+    if isinstance(model, EarlyStopped):
+        return True
+    if isinstance(model, Pipeline):
+        return stops_early(model.steps[-1][1])
+    if isinstance(model, COMBINERS):
+        return any(stops_early(member) for _, member in model.estimators)
+    inner = _wrapped(model)
+    return inner is not None and stops_early(inner)
+
+
+def _path(path, name):
+    return f"{path}/{name}" if path else name
+
+
+def fit_fold(model, X, y, X_valid, y_valid):
+    """A clone of `model` fitted on (X, y), and the number of trees each early-stopping model inside kept, by its
+    path (the step and member names down to it, e.g. "model" or "model/m1/model"). Each early-stopping model stops
+    on (X_valid, y_valid) as its own pipeline's steps transform them (fitted on (X, y) only); a target transform
+    maps y_valid as it maps y."""
+    model, stopped = clone(model), {}
+    _fit(model, X, y, (X_valid, y_valid), "", stopped)
+    return model, stopped
+
+
+def _fit(model, X, y, validation, path, stopped):
+    if not stops_early(model):
+        return model.fit(X, y)
+    if isinstance(model, Pipeline):
+        name, final = model.steps[-1]
+        if len(model.steps) > 1:
+            head = model[:-1]  # the same step objects: fitting them fits the pipeline's own steps
+            X = head.fit_transform(X, y)
+            validation = (head.transform(validation[0]), validation[1])
+        _fit(final, X, y, validation, _path(path, name), stopped)
+        return model
+    if isinstance(model, COMBINERS):
+        members = [_fit(clone(member), X, y, validation, _path(path, name), stopped) for name, member in model.estimators]
+        return _with_members(model, members, y)
+    if isinstance(model, TransformedTargetRegressor):
+        validation = (validation[0], _transformed_target(model, y, validation[1]))
+    model.fit(X, y, validation=validation)
+    stopped[path] = stopped_rounds(model)
+    return model
+
+
+def _with_members(model, members, y):
+    """A combination of members fitted on the same rows, as its own fit() would have left it."""
+    model.estimators_ = members
+    if isinstance(model, LinearStack):
+        if hasattr(members[0], "classes_"):
+            model.classes_ = members[0].classes_
+        return model
+    model.named_estimators_ = Bunch(**{name: member for (name, _), member in zip(model.estimators, members)})
+    if isinstance(model, VotingClassifier):  # members see the labels encoded, as VotingClassifier.fit encodes them
+        model.le_ = LabelEncoder().fit(y)
+        model.classes_ = model.le_.classes_
+    return model
+
+
+def _transformed_target(model, y, y_valid):
+    """y_valid as the target transform of `model` (a TransformedTargetRegressor) maps the target it is fitted on."""
+    transformer = clone(model.transformer) if model.transformer is not None else FunctionTransformer(
+        func=model.func, inverse_func=model.inverse_func)
+    transformer.fit(np.asarray(y, dtype=float).reshape(-1, 1))
+    return np.asarray(transformer.transform(np.asarray(y_valid, dtype=float).reshape(-1, 1))).reshape(-1)
+
+
+def stopped_rounds(fitted):
+    """The number of trees a fitted early-stopping model kept (the mean over a seed bag's seeds)."""
+    if isinstance(fitted, EarlyStopped):
+        return float(fitted.best_rounds_)
+    if isinstance(fitted, SeedBagged):
+        return float(np.mean([stopped_rounds(member) for member in fitted.estimators_]))
+    if isinstance(fitted, TransformedTargetRegressor):
+        return stopped_rounds(fitted.regressor_)
+    return stopped_rounds(fitted.estimator_)  # ClassWeighted
+
+
+def _stopping_paths(model, path=""):
+    """(path, model) for each model inside `model` that validation rows reach first, as _fit walks them."""
+    if not stops_early(model):
+        return []
+    if isinstance(model, Pipeline):
+        name, final = model.steps[-1]
+        return _stopping_paths(final, _path(path, name))
+    if isinstance(model, COMBINERS):
+        return [found for name, member in model.estimators for found in _stopping_paths(member, _path(path, name))]
+    return [(path, model)]
+
+
+def refit(model, X, y, rounds=None):
+    """A clone of `model` fitted on every row. Each early-stopping model inside fits the number of trees its
+    cross-validation folds kept on average (`rounds`, by path: CrossFit.stopped_rounds), so the refit model is
+    the one the folds scored; one without a number stops on a share of its own fit rows."""
+    model = clone(model)
+    for path, reached in _stopping_paths(model):
+        if path in (rounds or {}):
+            stopper = reached
+            while not isinstance(stopper, EarlyStopped):
+                stopper = _wrapped(stopper)
+            stopper.set_params(refit_rounds=max(int(round(rounds[path])), 1))
+    return model.fit(X, y)

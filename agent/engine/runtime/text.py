@@ -55,7 +55,11 @@ class TfidfText(TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X):
-        blocks = [sparse.csr_matrix(X[self.rest_].to_numpy(dtype=float))]
+        rest = X[self.rest_]
+        # Native categories (runtime.NativeCategories) enter the matrix as their codes, missing as missing.
+        codes = {name: rest[name].cat.codes.astype(float).where(rest[name].notna()) for name in rest.columns
+                 if isinstance(rest[name].dtype, pd.CategoricalDtype)}
+        blocks = [sparse.csr_matrix(rest.assign(**codes).to_numpy(dtype=float))]
         names = [str(name) for name in self.rest_]
         for name, fitted in self.vectorizers_.items():
             for index, vectorizer in enumerate(fitted):

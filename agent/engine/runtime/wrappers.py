@@ -1,7 +1,15 @@
-"""Models around a model: class weighting, early stopping on held-out fit rows, seed bagging."""
+"""Models around a model: class weighting, early stopping, seed bagging."""
+
+import inspect
 
 import numpy as np
+import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
+
+
+def _validation_keywords(validation):
+    """`validation=` for an inner fit, only when there are validation rows (a refit has none)."""
+    return {} if validation is None else {"validation": validation}
 
 
 class ClassWeighted(ClassifierMixin, BaseEstimator):
@@ -12,14 +20,14 @@ class ClassWeighted(ClassifierMixin, BaseEstimator):
         self.mode = mode
         self.max_weight = max_weight
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, validation=None):
         y = np.asarray(y)
         classes, counts = np.unique(y, return_counts=True)
         weights = np.minimum(len(y) / (len(classes) * counts), self.max_weight)
         row_weights = weights[np.searchsorted(classes, y)]
         if sample_weight is not None:
             row_weights = row_weights * np.asarray(sample_weight)
-        self.estimator_ = clone(self.estimator).fit(X, y, sample_weight=row_weights)
+        self.estimator_ = clone(self.estimator).fit(X, y, sample_weight=row_weights, **_validation_keywords(validation))
         self.classes_ = self.estimator_.classes_
         return self
 
@@ -45,47 +53,131 @@ class Wrapper(BaseEstimator):
         return tags
 
 
-class EarlyStopped(Wrapper):
-    """An XGBoost or LightGBM model that stops adding trees when a held-out share of its own fit rows stops
-    improving for `rounds` rounds (the held-out rows come from the training fold, never the validation fold)."""
+# The boosting libraries EarlyStopped knows, by the start of their model class names, and each one's number of rounds.
+BOOSTING_LIBRARIES = {"XGB": "n_estimators", "LGBM": "n_estimators", "CatBoost": "iterations",
+                      "HistGradientBoosting": "max_iter"}
+MISSING_LEVEL = "__NaN__"  # CatBoost takes no missing categorical value: a missing one is a level of its own
 
-    def __init__(self, estimator=None, rounds=100, validation_fraction=0.1, random_state=0):
+
+def boosting_library(model):
+    """The key of BOOSTING_LIBRARIES a model belongs to; ValueError for any other model."""
+    name = type(model).__name__
+    for prefix in BOOSTING_LIBRARIES:
+        if name.startswith(prefix):
+            return prefix
+    raise ValueError(f"early stopping is for XGBoost, LightGBM, CatBoost and HistGradientBoosting models, not {name}")
+
+
+def catboost_frame(X):
+    """X as CatBoost takes it: every non-numeric column a categorical one, a missing level a level of its own;
+    (the frame, the names of those columns)."""
+    names = [name for name in X.columns if not pd.api.types.is_numeric_dtype(X[name])] if hasattr(X, "columns") else []
+    if not names:
+        return X, names
+    converted = {}
+    for name in names:
+        values = X[name]
+        if isinstance(values.dtype, pd.CategoricalDtype):
+            if MISSING_LEVEL not in values.cat.categories:
+                values = values.cat.add_categories(MISSING_LEVEL)
+            converted[name] = values.fillna(MISSING_LEVEL)
+        else:
+            converted[name] = values.astype(object).where(values.notna(), MISSING_LEVEL).astype(str)
+    return X.assign(**converted), names
+
+
+class EarlyStopped(Wrapper):
+    """A gradient-boosted model (XGBoost, LightGBM, CatBoost or scikit-learn's histogram GBDT) that stops adding
+    trees once its validation rows have not improved for `rounds` rounds.
+
+    In cross-validation the validation rows are the fold's own, passed as `validation` (cv.fit_fold puts them
+    through the model's own preprocessing), so the number of trees is chosen on the rows the fold is scored on, as
+    AutoGluon's bagged GBDTs do. A refit on every row has no validation rows: it fits `refit_rounds` trees
+    (cv.refit sets the mean of the folds' best iterations) or, when that is unset, stops on a held-out
+    `validation_fraction` of its own fit rows. `best_rounds_` is the number of trees it kept. CatBoost is handed
+    its categorical columns by name (catboost_frame); LightGBM and histogram GBDT split on pandas categories
+    natively."""
+
+    def __init__(self, estimator=None, rounds=100, validation_fraction=0.1, refit_rounds=None, random_state=0):
         self.estimator = estimator
         self.rounds = rounds
         self.validation_fraction = validation_fraction
+        self.refit_rounds = refit_rounds
         self.random_state = random_state
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, validation=None):
         y = np.asarray(y)
-        rng = np.random.default_rng(self.random_state)
-        held_out = rng.random(len(y)) < self.validation_fraction
-        if hasattr(self.estimator, "predict_proba"):  # keep every class in the fitting part
-            for label in np.unique(y):
-                rows = np.flatnonzero(y == label)
-                held_out[rows[:1]] = False
-        fit_rows, eval_rows = np.flatnonzero(~held_out), np.flatnonzero(held_out)
-        part = (lambda data, rows: data.iloc[rows]) if hasattr(X, "iloc") else (lambda data, rows: data[rows])
-        weights = {} if sample_weight is None else {"sample_weight": np.asarray(sample_weight)[fit_rows]}
         model = clone(self.estimator)
-        eval_set = [(part(X, eval_rows), y[eval_rows])]
-        if type(model).__name__.startswith("LGBM"):
-            import lightgbm
-
-            model.fit(part(X, fit_rows), y[fit_rows], eval_set=eval_set,
-                      callbacks=[lightgbm.early_stopping(self.rounds, verbose=False)], **weights)
+        self.library_ = boosting_library(model)
+        weights = {} if sample_weight is None else {"sample_weight": np.asarray(sample_weight)}
+        if validation is None and self.refit_rounds is not None:
+            model.set_params(**{BOOSTING_LIBRARIES[self.library_]: max(int(self.refit_rounds), 1)})
+            if self.library_ == "HistGradientBoosting":
+                model.set_params(early_stopping=False)
+            self._fit_rounds(model, X, y, weights)
+            self.best_rounds_ = max(int(self.refit_rounds), 1)
         else:
-            model.set_params(early_stopping_rounds=self.rounds)
-            model.fit(part(X, fit_rows), y[fit_rows], eval_set=eval_set, verbose=False, **weights)
+            if validation is None:
+                X, y, weights, validation = self._held_out(X, y, weights, model)
+            self.best_rounds_ = self._fit_stopping(model, X, y, weights, *validation)
         self.estimator_ = model
         if hasattr(model, "classes_"):
             self.classes_ = model.classes_
         return self
 
+    def _held_out(self, X, y, weights, model):
+        """(fit rows, their target and weights, validation rows): `validation_fraction` of the rows held out."""
+        held_out = np.random.default_rng(self.random_state).random(len(y)) < self.validation_fraction
+        if hasattr(model, "predict_proba"):  # keep every class in the fitting part
+            for label in np.unique(y):
+                held_out[np.flatnonzero(y == label)[:1]] = False
+        fit_rows, eval_rows = np.flatnonzero(~held_out), np.flatnonzero(held_out)
+        part = (lambda data, rows: data.iloc[rows]) if hasattr(X, "iloc") else (lambda data, rows: data[rows])
+        kept = {name: values[fit_rows] for name, values in weights.items()}
+        return part(X, fit_rows), y[fit_rows], kept, (part(X, eval_rows), y[eval_rows])
+
+    def _fit_rounds(self, model, X, y, weights):
+        if self.library_ == "CatBoost":
+            X, names = catboost_frame(X)
+            model.fit(X, y, cat_features=names, verbose=False, **weights)
+        else:
+            model.fit(X, y, **weights)
+
+    def _fit_stopping(self, model, X, y, weights, X_valid, y_valid):
+        """Fit with early stopping on (X_valid, y_valid); the number of trees kept."""
+        y_valid = np.asarray(y_valid)
+        if self.library_ == "XGB":
+            model.set_params(early_stopping_rounds=self.rounds)
+            model.fit(X, y, eval_set=[(X_valid, y_valid)], verbose=False, **weights)
+            return int(model.best_iteration) + 1
+        if self.library_ == "LGBM":
+            import lightgbm
+
+            stop = [lightgbm.early_stopping(self.rounds, verbose=False)]
+            # LightGBM 4.7 renamed eval_set to eval_X and eval_y; older 4.x releases know only eval_set.
+            if "eval_X" in inspect.signature(model.fit).parameters:
+                model.fit(X, y, eval_X=(X_valid,), eval_y=(y_valid,), callbacks=stop, **weights)
+            else:
+                model.fit(X, y, eval_set=[(X_valid, y_valid)], callbacks=stop, **weights)
+            return int(model.best_iteration_ or model.n_estimators)
+        if self.library_ == "CatBoost":
+            X, names = catboost_frame(X)
+            model.fit(X, y, cat_features=names, eval_set=(catboost_frame(X_valid)[0], y_valid),
+                      early_stopping_rounds=self.rounds, use_best_model=True, verbose=False, **weights)
+            return int(model.get_best_iteration()) + 1
+        # HistGradientBoosting keeps every tree it grew, the last `rounds` that did not improve included.
+        model.set_params(early_stopping=True, n_iter_no_change=self.rounds)
+        model.fit(X, y, X_val=X_valid, y_val=y_valid, **weights)
+        return int(model.n_iter_)
+
+    def _ready(self, X):
+        return catboost_frame(X)[0] if self.library_ == "CatBoost" else X
+
     def predict(self, X):
-        return self.estimator_.predict(X)
+        return self.estimator_.predict(self._ready(X))
 
     def predict_proba(self, X):
-        return self.estimator_.predict_proba(X)
+        return self.estimator_.predict_proba(self._ready(X))
 
 
 class SeedBagged(Wrapper):
@@ -99,10 +191,10 @@ class SeedBagged(Wrapper):
         self.seed_param = seed_param
         self.random_state = random_state
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, validation=None):
         weights = {} if sample_weight is None else {"sample_weight": sample_weight}
-        self.estimators_ = [clone(self.estimator).set_params(**{self.seed_param: self.random_state + k}).fit(X, y, **weights)
-                            for k in range(self.n_seeds)]
+        self.estimators_ = [clone(self.estimator).set_params(**{self.seed_param: self.random_state + k})
+                            .fit(X, y, **weights, **_validation_keywords(validation)) for k in range(self.n_seeds)]
         if hasattr(self.estimators_[0], "classes_"):
             self.classes_ = self.estimators_[0].classes_
         return self

@@ -193,7 +193,7 @@ def test_apply_is_one_change_and_idempotent(trainer):
         elif op != "native_categorical":
             assert changed.steps is None and changed != base, op
     hgb = catalogue()["early_stopping"].apply(SolutionCandidate("hist_gradient_boosting"), {"rounds": 20})
-    assert dict(hgb.params) == {"early_stopping": True, "n_iter_no_change": 20, "max_iter": 1000}
+    assert dict(hgb.params) == {"early_stopping_rounds": 20, "max_iter": 1000}  # it stops on each validation fold
     weighted = catalogue()["class_weights"].apply(SolutionCandidate("xgboost"))
     assert TRAINERS["xgboost"].render(weighted.params, "binary", 0).startswith("ClassWeighted(XGBClassifier(")
     # set_model keeps the candidate's own steps on the new trainer's default ones.

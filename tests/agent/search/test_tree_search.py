@@ -181,7 +181,9 @@ def test_builtin_drafts_differ_by_family_and_improvements_are_new(attrition):
     for index in range(3):
         proposal = proposer.draft(profile, journal, rng)
         journal.append(replace(node(index, score=0.6 + index / 10), candidate=proposal.candidate, plan=proposal.plan))
-    assert [n.candidate.trainer for n in journal] == ["linear", "random_forest", "hist_gradient_boosting"]
+    # cheapest first: a linear model, then LightGBM (a histogram GBDT that stops early), then a forest
+    assert [n.candidate.trainer for n in journal] == ["linear", "lightgbm", "random_forest"]
+    assert journal[1].candidate.params["early_stopping_rounds"] > 0 and "stopping early" in journal[1].plan
     first = proposer.improve(journal[2], profile, journal, rng)
     journal.append(replace(node(3, 2, IMPROVE), candidate=first.candidate, plan=first.plan))
     second = proposer.improve(journal[2], profile, journal, rng)
@@ -312,6 +314,10 @@ def test_agent_solve_runs_the_tree_search_within_its_budget(tmp_path):
     assert result.exit_code == 0, result.output
     assert time.monotonic() - started < 90 + 30  # the budget, plus set-up and the refit
     assert result.output.strip().splitlines()[-1].startswith("Agentic AutoML: 7 attempts")
+    # how many nodes it could evaluate, on which rows, why it stopped, and how the submission was made
+    search_line = next(line for line in result.output.splitlines() if line.startswith("search: "))
+    assert search_line.startswith("search: 7 nodes evaluated (") and "stopped: reached steps=4 after 3 drafts" in search_line
+    assert "submission: refit on every row" in search_line or "submission: CV fold models averaged" in search_line
     out = tmp_path / "run"
     trace = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
     assert [line["node_id"] for line in trace] == list(range(7))
@@ -355,8 +361,8 @@ def test_use_kb_search_composes_and_names_retrieved_tricks(tmp_path, make_kb):
     drafts = journal.draft_nodes
     # the first draft is the reference (the first family at defaults), evaluated while the knowledge is read
     assert len(drafts) == 3 and drafts[0].trick is None and "reference draft" in drafts[0].plan
-    assert [draft.candidate.trainer for draft in drafts] == ["linear", "random_forest", "hist_gradient_boosting"]
-    forest = drafts[1]  # a random forest takes the sparse TF-IDF matrix; the plan names the trick and its origin
+    assert [draft.candidate.trainer for draft in drafts] == ["linear", "lightgbm", "random_forest"]
+    forest = drafts[2]  # a random forest takes the sparse TF-IDF matrix; the plan names the trick and its origin
     assert "tfidf_text" in forest.trick.op and "tfidf_text" in [step.op for step in forest.candidate.steps]
     assert f"trick {forest.trick.id} '" in forest.plan and "data/knowledge/" in forest.plan
     assert base.get(forest.trick.id) is not None
@@ -389,10 +395,10 @@ def test_use_kb_search_composes_and_names_retrieved_tricks(tmp_path, make_kb):
     assert summary["combinations"] == {combination_kind(node): node.metric for node in combined}
     assert summary["trick_improvements"][1] == len(with_tricks) and summary["blend_gain"] >= 0
     trace = [json.loads(line) for line in (tmp_path / "run" / "trace.jsonl").read_text().splitlines()]
-    assert trace[1]["trick"]["id"] == forest.trick.id and trace[1]["trick"]["source"]
+    assert trace[2]["trick"]["id"] == forest.trick.id and trace[2]["trick"]["source"]
     # every trace line names where its trick came from: the bundled cards here
-    assert trace[1]["trick_source_kind"] == "card" and trace[1]["trick_file"] == forest.trick.source
-    assert trace[1]["trick_file"].endswith(".jsonl") and "trick_competition" in trace[1]
+    assert trace[2]["trick_source_kind"] == "card" and trace[2]["trick_file"] == forest.trick.source
+    assert trace[2]["trick_file"].endswith(".jsonl") and "trick_competition" in trace[2]
     assert all(line["trick_source_kind"] is None for line in trace if line["trick"] is None)
     assert run["tricks_by_source"] == journal.tricks_by_source()
     assert run["tricks_by_source"]["applied"]["card"] >= 1 + len(forest.trick.related)
