@@ -33,7 +33,7 @@ demo: install
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --durations=25
 
 bench: install
 	$(BIN)/python bench/ingest_bench.py
