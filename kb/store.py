@@ -72,6 +72,16 @@ def resolve_chroma_url(url: str | None = None) -> str | None:
     return url or os.environ.get(CHROMA_URL_ENV) or None
 
 
+def home_collection(client, name: str, home: os.PathLike[str]):
+    """A collection of the home's (tricks, or the case library's tasks): cosine space, embedded with casebook's own
+    model and embedding cache (kb.chroma), never chromadb's default model."""
+    from kb.chroma import CasebookEmbeddingFunction
+
+    return client.get_or_create_collection(
+        name, embedding_function=CasebookEmbeddingFunction(os.path.join(home, "embeddings.db")),
+        configuration={"hnsw": {"space": "cosine"}})
+
+
 def chroma_client(home: os.PathLike[str], url: str | None = None):
     """The chromadb client for a casebook home (the knowledge base's tricks, the case library's tasks).
 
@@ -196,13 +206,7 @@ class KnowledgeBase:
 
     @cached_property
     def collection(self):
-        from kb.chroma import CasebookEmbeddingFunction
-
-        return self._chroma.get_or_create_collection(
-            COLLECTION,
-            embedding_function=CasebookEmbeddingFunction(str(self.home / "embeddings.db")),
-            configuration={"hnsw": {"space": "cosine"}},
-        )
+        return home_collection(self._chroma, COLLECTION, self.home)
 
     @staticmethod
     def exists(home: str | os.PathLike[str] | None = None) -> bool:

@@ -63,7 +63,7 @@ from agent.memory.records import (
 )
 from kb.config import resolve_home
 from kb.embedding import Embedder, default_embedder
-from kb.store import chroma_client, resolve_chroma_url
+from kb.store import chroma_client, home_collection, resolve_chroma_url
 from retrieval.profile import DESCRIPTION_FILE, TaskProfile
 
 MEMORY_FILE = "memory.db"
@@ -137,11 +137,7 @@ class MemoryStore:
 
     @cached_property
     def collection(self):
-        from kb.chroma import CasebookEmbeddingFunction  # the knowledge base's model and cache: one embedder
-
-        return self._chroma.get_or_create_collection(
-            COLLECTION, embedding_function=CasebookEmbeddingFunction(str(self.home / "embeddings.db")),
-            configuration={"hnsw": {"space": "cosine"}})
+        return home_collection(self._chroma, COLLECTION, self.home)
 
     def close(self) -> None:
         self.__dict__.pop("collection", None)
