@@ -83,6 +83,11 @@ def replace_step(steps: Sequence[Step], old: str, new: Step) -> tuple[Step, ...]
     return tuple(new if step.op == old else step for step in steps)
 
 
+# Imputation, encoding and scaling: feature steps sit before the first of these, so their new columns are encoded too.
+ENCODING_OPS = ("missing_indicators", "impute_numeric", "impute_categorical", "target_encoding", "one_hot",
+                "ordinal_encoding", "native_categorical", "standard_scale")
+
+
 def insert_before(steps: Sequence[Step], new: Sequence[Step], before: Sequence[str]) -> tuple[Step, ...]:
     """`new` steps placed before the first step named in `before` (at the end when there is none)."""
     steps = list(steps)

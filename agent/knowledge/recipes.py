@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from agent.candidate import SolutionCandidate
-from agent.engine.spec import SpecError, Step
+from agent.engine.spec import ENCODING_OPS, SpecError, Step
 from agent.engine.steps import BUILTIN_STEPS, TARGET_OPS, CompileContext
 from agent.engine.trainers import default_steps, lookup_trainer, trainer_registry
 from agent.knowledge.conditions import CONDITIONS, Condition
@@ -61,9 +61,6 @@ LEFT_OUT: dict[str, str] = {
     "categorical_crosses": "not implemented yet",
 }
 
-# Where steps go. Feature steps sit before the first of these (imputation, encoding, scaling).
-_ENCODING_OPS = ("missing_indicators", "impute_numeric", "impute_categorical", "target_encoding", "one_hot",
-                 "ordinal_encoding", "native_categorical", "standard_scale")
 _ENCODERS = ("one_hot", "ordinal_encoding", "native_categorical")
 _FIRST = ("split_composite_string",)  # before drop_id_columns, so id-like composite keys are split, then dropped
 _LAST = ("tfidf_text",)  # consumes the text columns, hands the model a sparse matrix
@@ -192,7 +189,7 @@ def _insert(steps: list[Step], step: Step) -> list[Step]:
     elif step.op in ("tfidf_svd", "text_stats") and "drop_text_columns" in ops:
         position = ops.index("drop_text_columns")  # adds features from the text, which is then dropped
     else:
-        position = _first_of(ops, _ENCODING_OPS + _LAST, len(steps))
+        position = _first_of(ops, ENCODING_OPS + _LAST, len(steps))
     return [*steps[:position], step, *steps[position:]]
 
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from agent.candidate import AppliedTrick, SolutionCandidate
-from agent.engine.spec import Step, insert_before, replace_step
+from agent.engine.spec import ENCODING_OPS, Step, insert_before, replace_step
 from agent.engine.steps import LOG_TARGET
 from agent.engine.trainers import (
     Trainer,
@@ -56,6 +56,24 @@ def sized_note(candidate: SolutionCandidate, profile: TaskProfile) -> str:
     return f"with its parameters for a {size_class(profile.n_rows)} table ({profile.n_rows:,} rows{stopping})"
 
 
+def with_text_features(candidate: SolutionCandidate, profile: TaskProfile) -> tuple[SolutionCandidate, str]:
+    """The draft with TF-IDF features of the free-text columns, and a note saying so. The trainers' default steps
+    drop free text, so without this a table whose only feature is text would reach the model with no columns.
+    A linear model takes the sparse TF-IDF matrix itself (last: it hands the model a sparse matrix); tree models
+    take 64 SVD components of it, which every GBDT and forest accepts."""
+    text = [column.name for column in profile.column_infos("text")]
+    if not text:
+        return candidate, ""
+    steps = [step for step in candidate.steps or () if step.op != "drop_text_columns"]
+    if candidate.trainer == "linear":
+        steps.append(Step("tfidf_text"))
+        kind = "TF-IDF"
+    else:
+        steps = list(insert_before(steps, [Step("tfidf_svd"), Step("drop_text_columns")], ENCODING_OPS))
+        kind = "TF-IDF SVD components"
+    return replace(candidate, steps=tuple(steps)), f", with {kind} of the free text in {', '.join(text[:3])}"
+
+
 def describe_score(node: Node, profile: TaskProfile) -> str:
     return f"CV {profile.metric}={node.metric:.4f}" if node.metric is not None else "no CV score"
 
@@ -79,11 +97,11 @@ class BuiltinTreeProposer:
         for family in self.families:
             if family in drafted:
                 continue
-            candidate = self.base_candidate(family, profile)
+            candidate, text_note = with_text_features(self.base_candidate(family, profile), profile)
             if journal.has(candidate_key(candidate, self.trainers), self.trainers):
                 continue
             return Proposal(candidate, f"draft: {family.replace('_', ' ')} {sized_note(candidate, profile)}"
-                                       f"{target_note(candidate)} — a model family no other draft uses")
+                                       f"{target_note(candidate)}{text_note} — a model family no other draft uses")
         return None
 
     def base_candidate(self, trainer: str, profile: TaskProfile) -> SolutionCandidate:

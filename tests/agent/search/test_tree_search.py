@@ -366,7 +366,9 @@ def test_use_kb_search_composes_and_names_retrieved_tricks(tmp_path, make_kb):
     assert "tfidf_text" in forest.trick.op and "tfidf_text" in [step.op for step in forest.candidate.steps]
     assert f"trick {forest.trick.id} '" in forest.plan and "data/knowledge/" in forest.plan
     assert base.get(forest.trick.id) is not None
-    assert forest.valid and forest.metric > drafts[0].metric  # reading the text beats dropping it
+    assert forest.valid
+    # the reference reads the text with the built-in TF-IDF step (a table's text is never dropped unread)
+    assert "tfidf_text" in [step.op for step in drafts[0].candidate.steps] and drafts[0].trick is None
     with_tricks = [n for n in journal if n.action == IMPROVE and n.trick is not None and not n.members]
     assert with_tricks, [n.plan for n in journal]
     for improved in with_tricks:  # exactly one trick per improvement, never one already used on the branch
@@ -409,3 +411,28 @@ def test_use_kb_search_composes_and_names_retrieved_tricks(tmp_path, make_kb):
     answers = pd.read_csv(built.answers_path)
     truth = (answers["source"] == "Twitter for iPhone").astype(int)
     assert roc_auc_score(truth, submission["source"]) > 0.85
+
+
+def test_builtin_drafts_read_free_text_when_it_is_the_only_feature(tmp_path):
+    from bench.tasks import write_task_folder
+    from bench.transfer_bench import POOL_TASKS
+
+    reviews = POOL_TASKS["fine_foods"]  # Amazon reviews: the text is the table's only feature
+    frame = reviews.frame().sample(n=800, random_state=0).reset_index(drop=True)
+    built = write_task_folder(frame, reviews.target, tmp_path / "reviews", description=reviews.goal,
+                              metric=reviews.metric)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(main, ["solve", str(built.task_dir), "--steps", "0", "--num-drafts", "2", "--cv", "3",
+                                       "--time-budget", "90", "--seed", "0", "--positive-class", "great", "--quiet",
+                                       "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    journal = Journal.from_dict(json.loads((out / "run.json").read_text())["journal"])
+    drafts = journal.draft_nodes
+    assert [node.candidate.trainer for node in drafts] == ["linear", "lightgbm"]
+    assert all(node.status == VALID for node in drafts), [node.error for node in drafts]
+    assert "tfidf_text" in [step.op for step in drafts[0].candidate.steps]
+    assert "tfidf_svd" in [step.op for step in drafts[1].candidate.steps]
+    assert all("free text in review" in node.plan for node in drafts)
+    submission = pd.read_csv(out / "submission.csv")
+    answers = pd.read_csv(built.answers_path)
+    assert roc_auc_score(answers[reviews.target] == "great", submission[reviews.target]) > 0.75
