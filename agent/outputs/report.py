@@ -33,7 +33,8 @@ TEMPLATE = "report.html.j2"
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 
 LEADERBOARD_SIZE = 10
-STATUS_COLOURS = {"valid": "#2e8b57", "buggy": "#d9822b", "dead": "#9e9e9e"}
+STATUS_COLOURS = {"valid": "#2e8b57", "explored": "#4f86c6", "over_time": "#8e6bbf", "buggy": "#d9822b",
+                  "dead": "#9e9e9e"}
 BEST_COLOUR = "#1f5fbf"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 # Settings whose numbers are bytes or seconds, shown in units a reader takes in at a glance.
@@ -110,7 +111,7 @@ class NodeView:
     params: str
     cv_score: float | None
     valid: bool
-    status: str  # valid / buggy / dead
+    status: str  # valid / explored / over_time / buggy / dead
     verdict: str
     seconds: float
     finished: float  # seconds since the run started
@@ -291,13 +292,17 @@ def format_seconds(seconds: float) -> str:
 def score_plot(nodes: list[NodeView], baseline: float, metric: str, greater_is_better: bool,
                best: NodeView | None) -> str:
     """CV score of each node against the time it finished: the best verified so far as a step line, the trivial
-    baseline dashed, scored-but-rejected nodes hollow, failures as crosses along the bottom."""
+    baseline dashed, scored-but-rejected nodes hollow, nodes scored on the exploration sample only as hollow squares
+    (their scores are on other rows, so they are never part of the best line), failures as crosses along the
+    bottom."""
     figure = new_figure(9, 4)
     axes = figure.add_subplot()
     by_time = sorted(nodes, key=lambda node: node.finished)
     end = max([node.finished for node in nodes] + [1.0])
-    verified = [node for node in by_time if node.valid and node.cv_score is not None]
-    rejected = [node for node in by_time if not node.valid and node.cv_score is not None]
+    scored = [node for node in by_time if node.cv_score is not None]
+    explored = [node for node in scored if node.status == "explored"]
+    verified = [node for node in scored if node.valid and node.status != "explored"]
+    rejected = [node for node in scored if not node.valid and node.status != "explored"]
     failed = [node for node in by_time if node.cv_score is None]
 
     if verified:
@@ -314,16 +319,20 @@ def score_plot(nodes: list[NodeView], baseline: float, metric: str, greater_is_b
     if rejected:
         axes.scatter([n.finished for n in rejected], [n.cv_score for n in rejected], s=36, zorder=3,
                      facecolors="none", edgecolors=STATUS_COLOURS["buggy"], label="scored but rejected")
+    if explored:
+        axes.scatter([n.finished for n in explored], [n.cv_score for n in explored], s=36, marker="s", zorder=3,
+                     facecolors="none", edgecolors=STATUS_COLOURS["explored"],
+                     label="scored on the exploration sample only")
     if best is not None and best.cv_score is not None:
         axes.scatter([best.finished], [best.cv_score], s=160, marker="*", zorder=4, color="#f2b705",
                      edgecolors="#7a5c00", label=f"best: node {best.id}")
-    scores = [node.cv_score for node in verified + rejected]
+    scores = [node.cv_score for node in verified + rejected + explored]
     _draw_baseline(axes, baseline, scores)
     if failed:  # no score to place them by: crosses just above the time axis
         axes.scatter([n.finished for n in failed], [0.04] * len(failed), marker="x", s=40, zorder=3,
                      color="#c62828", transform=axes.get_xaxis_transform(), label="failed (no score)")
     if len(nodes) <= 40:
-        for node in verified + rejected:
+        for node in verified + rejected + explored:
             axes.annotate(str(node.id), (node.finished, node.cv_score), textcoords="offset points", xytext=(5, 4),
                           fontsize=7, color="#555")
     axes.set_xlim(0, end * 1.03)

@@ -137,6 +137,7 @@ class AgenticAutoML:
         )
         if best is None:
             return run
-        refit = evaluator.refit(best.spec, dataset, deadline, best.evidence.elapsed)
+        # early-stopping models refit with the trees their CV folds kept on average, so the refit is the model CV scored
+        refit = evaluator.refit(best.spec, dataset, deadline, best.evidence.elapsed, best.evidence.stopped_rounds)
         return replace(run, best_candidate=best.candidate, best_score=best.score, best_spec=best.spec,
                        model=refit.model, test_prediction=refit.test_prediction, refit_error=refit.error)

@@ -95,6 +95,11 @@ def test_a_table_above_explore_rows_is_explored_on_a_sample_and_every_trace_line
         assert best.status == EXPLORED and best.exploration.score > full_best.exploration.score
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["best_node"] == best.id and run["final_fit"]["how"] in (REFIT, FOLD_AVERAGE)
+    # the score plot shows sample-only scores apart, not as rejected nodes
+    plot = (tmp_path / "run" / "report.html").read_text().split("<svg")[1]
+    assert "scored on the exploration sample only" in plot
+    assert ("scored but rejected" in plot) == any(not n.valid and n.metric is not None and n.status != EXPLORED
+                                                  for n in journal)
 
 
 def test_a_candidate_over_its_time_cap_is_over_time_and_never_debugged(credit):

@@ -171,3 +171,12 @@ def test_time_budget_bounds_the_run_and_the_candidates_in_it(attrition):
     (attempt,) = run.attempts  # the hang used the whole budget, so the linear seed never started
     assert attempt.evidence.status == OVER_TIME and "timed out after 3 s" in attempt.error
     assert run.stop_reason == "time budget used up during the seed population"
+
+
+def test_the_refit_of_an_early_stopped_best_keeps_the_trees_its_folds_kept(attrition):
+    stopping = SolutionCandidate("lightgbm", {"n_estimators": 2000, "learning_rate": 0.1, "early_stopping_rounds": 20},
+                                 "boosted trees that stop early")
+    run = automl(SequenceProposer(seed=[stopping]), max_iterations=0, trainers=None).solve(attrition)
+    rounds = run.attempts[0].evidence.stopped_rounds["model"]
+    assert 0 < rounds < 2000  # early stopping stopped each fold
+    assert run.model[-1].best_rounds_ == round(rounds)  # not a fresh stop on a slice of the rows
