@@ -129,7 +129,9 @@ def solve_task(
         proposer = KnowledgeTreeProposer(base, trick_prob=search_settings.trick_prob)
     elif proposer is None:
         proposer = BuiltinTreeProposer()
-    session = MemorySession(memory, profile, proposer, reuse_own=reuse_own_memory) \
+    node_seconds = search_settings.time_budget * search_settings.node_share \
+        if search_settings.time_budget is not None else None
+    session = MemorySession(memory, profile, proposer, reuse_own=reuse_own_memory, node_seconds=node_seconds) \
         if memory is not None and not seed_loop else None
     proposer = session.proposer if session is not None else proposer
     try:

@@ -23,7 +23,7 @@ from typing import Any
 from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.trainers import Trainer, trainers_of
 from agent.memory.proposer import TrickAdvice
-from agent.search.builtin import BuiltinTreeProposer, describe_score, target_note
+from agent.search.builtin import BuiltinTreeProposer, describe_score, drafted_families, target_note
 from agent.search.journal import IMPROVE, Journal, Node, candidate_key
 from agent.search.protocols import Proposal
 from retrieval.profile import TaskProfile
@@ -164,7 +164,7 @@ class KnowledgeTreeProposer:
             return plain and replace(plain, plan=f"{plain.plan} (the reference draft, evaluated while the knowledge "
                                                    "base is read)")
         needed = [option for option in self.options(profile) if option.recipe.op in NEEDED_OPS]
-        drafted = {node.candidate.trainer for node in journal.draft_nodes}
+        drafted = drafted_families(journal)
         for family in self.builtin.families:
             if family in drafted:
                 continue

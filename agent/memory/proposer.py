@@ -3,6 +3,9 @@
 - **Drafts** start from the best single-model specs of the most similar solved tasks of the same task type (close
   enough: MIN_DRAFT_SIMILARITY; one per model family), fitted to this task's columns (a step naming a column this
   task lacks is dropped); then the inner proposer drafts as before. The verifier judges them like any other node.
+  A remembered spec whose CV time, scaled to this table's rows, exceeds a node's time cap is left out (a model
+  tuned with 4,000 trees on one task would spend the cap of a shorter budget and end over time), and the next
+  draft's plan says so.
 - **Improvements** stay the inner proposer's; one that ranks retrieved tricks (`AdvisedProposer`, the knowledge
   proposer) gets a `TrickAdvice`: tricks that helped on similar tasks first, unmeasured ones next, known harm last,
   and a trick that hurt on two or more similar tasks and never helped is skipped; the plan says why.
@@ -161,8 +164,12 @@ class MemoryTreeProposer:
     """A TreeProposer that lets the case library move the search (see the module docstring) around `inner`."""
 
     def __init__(self, inner: TreeProposer, recall: Recall | Callable[[], Recall], *,
-                 trainers: Mapping[str, Trainer] | None = None, drafts: int = MEMORY_DRAFTS):
+                 trainers: Mapping[str, Trainer] | None = None, drafts: int = MEMORY_DRAFTS,
+                 node_seconds: float | None = None):
         self.inner = inner
+        self.node_seconds = node_seconds  # the longest a node may take in this search (None: no budget)
+        self._too_slow: list[str] = []  # remembered drafts left out (would not finish in time), not yet named
+        self._named: set[str] = set()  # ... and those already named in a plan
         self._recall = recall
         self.trainers = trainer_registry(trainers if trainers is not None else getattr(inner, "trainers", None))
         self.drafts = drafts
@@ -196,7 +203,11 @@ class MemoryTreeProposer:
             if proposal is not None:
                 self._drafted += 1
                 return proposal
-        return self.inner.draft(profile, journal, rng)
+        proposal = self.inner.draft(profile, journal, rng)
+        if proposal is not None and self._too_slow:  # the next draft says which remembered ones it stands in for
+            proposal = replace(proposal, plan=f"{proposal.plan}; memory left out {'; '.join(self._too_slow)}")
+            self._too_slow = []
+        return proposal
 
     def _remembered_draft(self, profile: TaskProfile, journal: Journal) -> Proposal | None:
         for similar in self.recall.similar:
@@ -207,6 +218,15 @@ class MemoryTreeProposer:
             candidate, dropped = fit_to_task(solution.single_candidate, profile)
             drafted = {node.candidate.trainer for node in journal.draft_nodes}
             if candidate.trainer not in self.trainers or candidate.trainer in drafted:
+                continue
+            seconds = solution.seconds_for(profile.n_rows)
+            if self.node_seconds is not None and seconds is not None and seconds > self.node_seconds:
+                note = (f"{candidate.trainer} from {similar.task.name} (its CV took {solution.single_seconds:.1f} s on "
+                        f"{solution.single_rows:,} rows, about {seconds:.1f} s here, over the {self.node_seconds:.1f} "
+                        "s a node may take)")
+                if note not in self._named:
+                    self._named.add(note)
+                    self._too_slow.append(note)
                 continue
             ops = ", ".join(step.op for step in candidate.steps or ()) or "no preprocessing"
             params = ", ".join(f"{name}={value}" for name, value in candidate.params.items())

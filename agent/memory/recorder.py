@@ -116,7 +116,8 @@ def run_outcome(run: RunContext, result: EngineeringRun, journal: Journal | None
         solution = solution_path.read_text(encoding="utf-8") if solution_path is not None else ""
         return SolutionMemory(memory_id(run.run_id, SOLUTION), run.task_key, run.task_name, run.run_id, run.signature,
                               run.metric, float(best.metric), float(best.score), dict(best.spec), dict(single.spec),
-                              float(single.metric), solution, len(journal), best.id, _now())
+                              float(single.metric), solution, len(journal), best.id, _now(), float(single.elapsed),
+                              single.scored_rows or run.signature.n_rows)
     if best is not None:
         reason = f"refitting the best node failed: {error_message(result.refit_error)}"
     else:
@@ -128,14 +129,15 @@ def run_outcome(run: RunContext, result: EngineeringRun, journal: Journal | None
 class MemorySession:
     """The case library's part in one tree-search solve (see the module docstring)."""
 
-    def __init__(self, store: MemoryStore, profile: TaskProfile, inner: TreeProposer, *, reuse_own: bool = False):
+    def __init__(self, store: MemoryStore, profile: TaskProfile, inner: TreeProposer, *, reuse_own: bool = False,
+                 node_seconds: float | None = None):
         self.store = store
         self.profile = profile
         self.reuse_own = reuse_own
         self.key = task_key(profile.task_dir, profile.target)
         self._nodes: dict[int, Node] = {}
         self._opening: Future[tuple[RunContext, Recall]] | None = None
-        self.proposer = MemoryTreeProposer(inner, lambda: self.recall)
+        self.proposer = MemoryTreeProposer(inner, lambda: self.recall, node_seconds=node_seconds)
 
     def start(self) -> None:
         """Recall and open the run on a worker thread (embedding the task takes seconds; the search's baseline

@@ -376,6 +376,10 @@ class SolutionMemory:
     nodes: int  # nodes the run evaluated
     best_node: int
     created_at: str = ""
+    # How long the best single model's CV took, on how many rows (0: not recorded), so that a draft from it can
+    # be left out where it would not finish within a node's time cap.
+    single_seconds: float = 0.0
+    single_rows: int = 0
     kind: str = SOLUTION
     polarity = "positive"
 
@@ -385,7 +389,7 @@ class SolutionMemory:
                 "metric": self.metric, "score": self.score, "oriented_score": self.oriented_score,
                 "spec": dict(self.spec), "single_spec": dict(self.single_spec), "single_score": self.single_score,
                 "solution": self.solution, "nodes": self.nodes, "best_node": self.best_node,
-                "created_at": self.created_at}
+                "created_at": self.created_at, "single_seconds": self.single_seconds, "single_rows": self.single_rows}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SolutionMemory:
@@ -393,7 +397,15 @@ class SolutionMemory:
                    TaskSignature.from_dict(data["signature"]), data["metric"], float(data["score"]),
                    float(data["oriented_score"]), dict(data["spec"]), dict(data["single_spec"]),
                    float(data["single_score"]), data.get("solution", ""), int(data.get("nodes", 0)),
-                   int(data.get("best_node", 0)), data.get("created_at", ""))
+                   int(data.get("best_node", 0)), data.get("created_at", ""),
+                   float(data.get("single_seconds", 0.0)), int(data.get("single_rows", 0)))
+
+    def seconds_for(self, rows: int) -> float | None:
+        """The best single model's CV time scaled to `rows` training rows (linearly: about what tree models cost);
+        None when the memory did not record it."""
+        if self.single_seconds <= 0 or self.single_rows <= 0:
+            return None
+        return self.single_seconds * rows / self.single_rows
 
     @property
     def single_candidate(self) -> SolutionCandidate:

@@ -26,7 +26,7 @@ from agent.engine.trainers import (
     trainer_facts,
     trainer_registry,
 )
-from agent.search.journal import Journal, Node, candidate_key
+from agent.search.journal import OVER_TIME, Journal, Node, candidate_key
 from agent.search.protocols import Proposal
 from agent.search.repair import ENCODERS, diagnose
 from agent.search.tuning import DEFAULT_TRIALS, Tuner
@@ -78,6 +78,13 @@ def describe_score(node: Node, profile: TaskProfile) -> str:
     return f"CV {profile.metric}={node.metric:.4f}" if node.metric is not None else "no CV score"
 
 
+def drafted_families(journal: Journal) -> set[str]:
+    """The model families a draft has tried. One stopped at its time cap does not count: a family drafted with
+    other parameters (a remembered or retrieved spec) that ran over time still gets its own sized draft, while
+    the same candidate is never drafted twice (Journal.has)."""
+    return {node.candidate.trainer for node in journal.draft_nodes if node.status != OVER_TIME}
+
+
 def _ops(candidate: SolutionCandidate) -> list[str]:
     return [step.op for step in candidate.steps or ()]
 
@@ -93,7 +100,7 @@ class BuiltinTreeProposer:
     # ---- draft
 
     def draft(self, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
-        drafted = {node.candidate.trainer for node in journal.draft_nodes}
+        drafted = drafted_families(journal)
         for family in self.families:
             if family in drafted:
                 continue

@@ -5,17 +5,18 @@ lists, shows, exports and forgets them."""
 from __future__ import annotations
 
 import json
+import random
 import shutil
 from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
 
-from agent.memory.proposer import fit_to_task
+from agent.memory.proposer import MemoryTreeProposer, fit_to_task
 from agent.memory.records import IMPROVEMENT, SETUP, SOLUTION, WORSE, task_key
 from agent.memory.store import MemoryStore
 from agent.search.builtin import BuiltinTreeProposer
-from agent.search.journal import DRAFT
+from agent.search.journal import DRAFT, Journal
 from agent.solve import solve_task
 from cli.agent import main
 from retrieval.profile import profile_task
@@ -63,6 +64,24 @@ def test_a_second_related_task_drafts_from_the_first_tasks_best_spec(library, ta
         assert memory.delta == pytest.approx(node.score - parent.score)
         assert (memory.kind == IMPROVEMENT) == (memory.delta > 0)
     assert store.task(task_key(credit.task_dir, credit.target)).solved
+
+
+def test_a_remembered_spec_that_would_not_finish_within_a_nodes_cap_is_left_out_and_named(library, tasks):
+    store, first = library
+    remembered = best_single(first.journal)
+    [solution] = store.list(kind=SOLUTION, task="attrition")
+    assert solution.single_seconds == pytest.approx(remembered.elapsed) and solution.single_rows == remembered.scored_rows
+    credit = profile_task(tasks["credit"].task_dir)
+    expected = solution.seconds_for(credit.n_rows)  # the same rows here: the same time
+    assert expected == pytest.approx(remembered.elapsed * credit.n_rows / remembered.scored_rows)
+    recall = store.recall(credit)
+    roomy = MemoryTreeProposer(BuiltinTreeProposer(), recall, node_seconds=expected * 2)
+    assert roomy.draft(credit, Journal(), random.Random(0)).plan.startswith("draft: from memory")
+    tight = MemoryTreeProposer(BuiltinTreeProposer(), recall, node_seconds=expected / 2)
+    draft = tight.draft(credit, Journal(), random.Random(0))
+    assert draft.plan.startswith("draft: linear at defaults")  # the built-in draft instead
+    assert f"memory left out {remembered.candidate.trainer} from attrition (its CV took" in draft.plan
+    assert f"over the {expected / 2:.1f} s a node may take" in draft.plan
 
 
 def test_own_memories_are_left_out_unless_reused(library, tasks, tmp_path):

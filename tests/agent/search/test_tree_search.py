@@ -21,7 +21,7 @@ from agent.engine.trainers import LINEAR_STEPS, TREE_STEPS
 from agent.knowledge.proposer import BLEND_OPS
 from agent.search.blending import BLEND_CANDIDATES, blend_candidates
 from agent.search.builtin import BuiltinTreeProposer
-from agent.search.journal import BUGGY, DEAD, DEBUG, DRAFT, IMPROVE, VALID, Journal, Node
+from agent.search.journal import BUGGY, DEAD, DEBUG, DRAFT, IMPROVE, OVER_TIME, VALID, Journal, Node
 from agent.search.policy import SearchPolicy, SearchSettings
 from agent.search.protocols import Proposal
 from agent.search.repair import Failure, diagnose
@@ -188,6 +188,18 @@ def test_builtin_drafts_differ_by_family_and_improvements_are_new(attrition):
     journal.append(replace(node(3, 2, IMPROVE), candidate=first.candidate, plan=first.plan))
     second = proposer.improve(journal[2], profile, journal, rng)
     assert first.candidate != second.candidate and "improve node 2" in second.plan
+
+
+def test_a_family_whose_draft_ran_over_time_still_gets_its_own_sized_draft(attrition):
+    _, profile, _ = attrition
+    proposer, rng = BuiltinTreeProposer(), random.Random(0)
+    slow = node(1, status=OVER_TIME, trainer="lightgbm", params={"n_estimators": 4000, "learning_rate": 0.025})
+    journal = Journal([node(0), slow])  # e.g. a remembered spec tuned on another task, stopped at its time cap
+    again = proposer.draft(profile, journal, rng)
+    assert again.candidate.trainer == "lightgbm" and again.candidate.params != slow.candidate.params
+    journal.append(replace(node(2, status=OVER_TIME), candidate=again.candidate, plan=again.plan))
+    # the same candidate is never drafted twice: once its own draft ran over time too, the next family follows
+    assert proposer.draft(profile, journal, rng).candidate.trainer == "random_forest"
 
 
 def test_repairs_read_the_failure_instead_of_retrying(attrition):
