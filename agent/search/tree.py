@@ -15,7 +15,9 @@ table above `explore_rows` rows a node is first cross-validated on a sample of t
 beats its model family's best on the sample is cross-validated on every row (its `scored_on` says which), so only
 scores on every row are compared. The submission is the refit on every row when the estimate fits in what is
 left, else the CV fold models' test predictions averaged (computed with every CV on every row, so it costs no
-fitting: the cheapest sound fall-back, and what the CV scored).
+fitting: the cheapest sound fall-back, and what the CV scored); a best scored on the sample only has none, and is
+refit on as many rows as fit. A table above `large_table_rows` rows is cross-validated on fewer folds, and keeps
+no time back for a refit the fold models' average can stand in for (SearchSettings.large_table).
 
 The final combination is the engine's, with or without knowledge: when the metric can be blended
 (agent.search.blending.blendable) and at least two verified nodes exist, the search combines the nodes
@@ -95,7 +97,7 @@ PROMOTION_MARGIN = 1.25
 # rows (150,000 rows and 8 members took 33 s on two busy cores), and the time kept back holds BLEND_SECONDS for it
 # (less on fewer rows).
 BLEND_ROWS, BLEND_SECONDS = 20_000, 5.0
-REFIT, FOLD_AVERAGE, SAMPLE_REFIT = "refit on every row", "CV fold models averaged", "refit on the exploration sample"
+REFIT, FOLD_AVERAGE, SAMPLE_REFIT = "refit on every row", "CV fold models averaged", "refit on a sample of the rows"
 
 
 # ---------------------------------------------------------------------------------------------- the search
@@ -186,6 +188,7 @@ class TreeSearch:
         self.proposer = proposer
         self.settings = settings or SearchSettings()
         self.policy = policy or SearchPolicy(self.settings)
+        self.cv = cv  # asked for; a large table's CV may have fewer folds (SearchSettings.folds_for)
         self.evaluator = Evaluator(cv, self.settings.seed, trainers, step_ops,
                                    candidate_time_limit=candidate_time_limit, memory_limit=memory_limit,
                                    executor=executor)
@@ -203,6 +206,7 @@ class TreeSearch:
         started = time.monotonic()
         deadline = started + settings.time_budget if settings.time_budget is not None else math.inf
         rng = random.Random(settings.seed)
+        evaluator.cv = settings.folds_for(len(dataset.y), self.cv)  # every node's spec records its folds
         validation = evaluator.validation
         baseline_score = evaluator.baseline(dataset)
         blending = blendable(dataset.metric, dataset.task_type)
@@ -236,7 +240,7 @@ class TreeSearch:
             batch: list[tuple[Proposal, str, Node | None]] = []
             view = journal
             # A node started with less time left than the fastest verified node took would only run over time.
-            fastest = min((node.elapsed for node in journal if node.verified and not node.members), default=0.0)
+            fastest = fastest_node_seconds(journal)
             while len(batch) < workers:
                 if time.monotonic() + fastest >= search_deadline:
                     stop_reason = (f"time budget used up: less is left than the fastest node took ({fastest:.1f} s), "
@@ -301,12 +305,17 @@ class TreeSearch:
         """Seconds kept back for what follows the search: refitting the final solution on every row (a blend refits
         each of its members, typically a few of the best nodes), estimated from their folds' fit seconds and at
         most REFIT_MAX_SHARE of the budget (beyond that the fold models' average is the submission), and writing
-        the outputs."""
-        ranked = sorted(journal.valid_nodes, key=lambda node: node.score, reverse=True)
-        refit = ranked[:TYPICAL_BLEND_SIZE] if blending else ranked[:1]
+        the outputs. On a large table (SearchSettings.large_table) only a best scored on the sample only, which
+        has no fold models' predictions, is budgeted: the others' fold models' average is the submission unless
+        time is left for the refit."""
         best = journal.best()  # an explored node, when it beats the valid ones on the sample
-        if best is not None and best not in refit:
-            refit.append(best)
+        if self.settings.large_table(rows):
+            refit = [best] if best is not None and not best.valid else []
+        else:
+            ranked = sorted(journal.valid_nodes, key=lambda node: node.score, reverse=True)
+            refit = ranked[:TYPICAL_BLEND_SIZE] if blending else ranked[:1]
+            if best is not None and best not in refit:
+                refit.append(best)
         estimate = sum(refit_estimate(evidence_of[node.id], rows) if node.id in evidence_of
                        else REFIT_SHARE * node.elapsed for node in refit)
         budget = self.settings.time_budget
@@ -337,7 +346,8 @@ class TreeSearch:
                    explore: Exploring | None) -> tuple[Refit, FinalFit]:
         """The submission's model and predictions: the refit on every row when its estimate fits in what is left
         before the outputs; else (or when it fails) the CV fold models' test predictions averaged; for a best node
-        scored on the sample only, which has none, a refit on the exploration sample."""
+        scored on the sample only, which has none, a refit on as many rows as the time left allows (FLAML's
+        retraining within the budget, with the rows as the resource), at least the exploration sample's."""
         members = best.members or (best.id,)
         # A journal the search was handed may hold nodes evaluated elsewhere: their evidence is only their time.
         evidence = [evidence_of.get(i) or Evidence("ok", elapsed=journal[i].elapsed) for i in members]
@@ -350,6 +360,15 @@ class TreeSearch:
         if estimate > left and averaged is not None:
             why = f"the refit's estimate, {estimate:.0f} s, is more than the {max(left, 0):.0f} s left"
             return Refit(None, averaged), FinalFit(FOLD_AVERAGE, estimate, 0.0, rounds, why)
+        if estimate > left and explore is not None and len(evidence) == 1:  # scored on the sample only
+            rows = min(max(rows_within(evidence[0], left), explore.rows), len(dataset.y))
+            validation = self.evaluator.validation
+            rows_drawn = replace(sample_rows(dataset, rows, validation.n_splits, validation.seed),
+                                 X_test=dataset.X_test, test_ids=dataset.test_ids)
+            small = self.evaluator.fit_all_rows(spec, rows_drawn, max(left, refit_estimate(evidence[0], rows)), rounds)
+            return small, FinalFit(SAMPLE_REFIT, estimate, small.seconds, rounds,
+                                   f"the refit's estimate on every row, {estimate:.0f} s, is more than the "
+                                   f"{max(left, 0):.0f} s left: refit on {len(rows_drawn.y):,} of them")
         refit = self.evaluator.fit_all_rows(spec, dataset, max(left, estimate if averaged is None else 0.0), rounds)
         if refit.test_prediction is not None or dataset.X_test is None:
             return refit, FinalFit(REFIT, estimate, refit.seconds, rounds, why)
@@ -412,9 +431,14 @@ class TreeSearch:
         if not verdict.valid:
             return Evaluated(candidate, proposal.trick, spec, explored, scored_on=SAMPLE, exploration=exploration)
         # A promising node's CV on every row may take twice a node's share (those are the scores that choose the
-        # best), less the refit on every row it would need, estimated from the sample's fits.
-        cap = min(self._node_deadline(deadline, 2 * share), deadline - refit_estimate(explored, explore.full_rows))
-        note = self._promotion(candidate, verdict.score, explored, explore, journal, cap)
+        # best), less the refit on every row it would need, estimated from the sample's fits (none on a large table,
+        # where its fold models' average stands in). It is promoted only when its estimate fits in one share: the
+        # other half absorbs the estimate's errors, so that a CV on every row seldom runs over time for nothing.
+        cap = self._node_deadline(deadline, 2 * share)
+        if not self.settings.large_table(explore.full_rows):
+            cap = min(cap, deadline - refit_estimate(explored, explore.full_rows))
+        note = self._promotion(candidate, verdict.score, explored, explore, journal,
+                               min(cap, self._node_deadline(deadline, share)))
         if note.startswith("not promoted"):
             return Evaluated(candidate, proposal.trick, spec, explored, scored_on=SAMPLE,
                              exploration=replace(exploration, note=note))
@@ -578,16 +602,33 @@ def on_every_row(combination: Blend, members: Sequence[Any], y: Any, metric: str
                    fold_values=tuple(runtime.fold_scores(combined, y, folds, metric)))
 
 
-def refit_estimate(evidence: Evidence, rows: int) -> float:
-    """Seconds a refit on `rows` rows should take, from the CV behind `evidence`: its mean fold fit, scaled from a
-    fold's training rows to `rows`, with REFIT_MARGIN and REFIT_OVERHEAD; without fold timings (free code),
-    REFIT_SHARE of its whole CV."""
+def fastest_node_seconds(journal: Journal) -> float:
+    """Seconds the fastest verified single-model node took to be verified (0 with none): on a large table, its CV
+    on the exploration sample, which is all a new node must get through (its CV on every row has its own cap)."""
+    return min((node.exploration.elapsed if node.exploration is not None else node.elapsed
+                for node in journal if node.verified and not node.members), default=0.0)
+
+
+def refit_seconds_per_row(evidence: Evidence) -> float | None:
+    """A refit's seconds per training row, from the CV behind `evidence`: its mean fold fit over a fold's training
+    rows, with REFIT_MARGIN; None without fold timings (free code)."""
     if not evidence.fit_seconds or not evidence.rows:
-        return REFIT_SHARE * evidence.elapsed
+        return None
     folds = len(evidence.fit_seconds)
-    fold_rows = evidence.rows * (folds - 1) / folds
-    mean_fit = sum(evidence.fit_seconds) / folds
-    return mean_fit * rows / fold_rows * REFIT_MARGIN + REFIT_OVERHEAD
+    return sum(evidence.fit_seconds) / folds / (evidence.rows * (folds - 1) / folds) * REFIT_MARGIN
+
+
+def refit_estimate(evidence: Evidence, rows: int) -> float:
+    """Seconds a refit on `rows` rows should take, from the CV behind `evidence`: refit_seconds_per_row times the
+    rows, plus REFIT_OVERHEAD; without fold timings (free code), REFIT_SHARE of its whole CV."""
+    per_row = refit_seconds_per_row(evidence)
+    return REFIT_SHARE * evidence.elapsed if per_row is None else per_row * rows + REFIT_OVERHEAD
+
+
+def rows_within(evidence: Evidence, seconds: float) -> int:
+    """The most rows a refit fits on in `seconds`, by refit_estimate's rule; the CV's rows without fold timings."""
+    per_row = refit_seconds_per_row(evidence)
+    return evidence.rows if not per_row else max(int((seconds - REFIT_OVERHEAD) / per_row), 0)
 
 
 def fold_average(spec: SolutionSpec, member_predictions: Sequence[Any], classification: bool) -> Any:

