@@ -20,9 +20,14 @@ Truth:
 Held out: write-ups of HELD_OUT competitions and every fourth paper (by sorted key) were not looked
 at while cues and thresholds were tuned; `--tune-only` hides them.
 
-The script runs on whatever code is importable, so the "before" numbers come from a git worktree of
-HEAD: `PYTHONPATH=/tmp/label-before .venv/bin/python /tmp/label-before/bench/label_bench.py ...`
-(HEAD has no bench/label_bench.py; copy this file there).
+The script runs on whatever code is importable, so the "before" numbers come from an export of HEAD with
+this script copied in (so both runs use the same truth), and HEAD's data/ seen as the `casebook_data` package
+(the editable install would otherwise serve the working tree's taxonomy):
+
+    git archive HEAD | tar -x -C /tmp/label-before && cp bench/label_bench.py /tmp/label-before/bench/
+    mkdir -p /tmp/label-before-pkg && ln -sfn /tmp/label-before/data /tmp/label-before-pkg/casebook_data
+    PYTHONPATH=/tmp/label-before:/tmp/label-before-pkg .venv/bin/python /tmp/label-before/bench/label_bench.py \
+        --shared ../shared --json before.json
 """
 
 from __future__ import annotations
@@ -73,15 +78,22 @@ HELD_OUT = ("playground-series-s3e6", "us-patent-phrase-to-phrase-matching",
 
 # Paper Task text -> top-level; ordered, first match is the truth.
 PAPER_RULES: list[tuple[str, str]] = [
-    ("Anomaly Detection", r"anomal|outlier detection|fraud detection|intrusion"),
+    # A Task that calls its several tasks time-series tasks is about time series, whichever tasks (one may be
+    # anomaly detection) it lists.
+    ("Sequential Modeling", r"time[- ]series tasks"),
+    ("Anomaly Detection", r"anomal|outlier detection|fraud detection"),
     ("Recommender Systems", r"recommend|user[- ]item|click-through|\bctr\b|collaborative filtering"),
-    ("Reinforcement Learning", r"reinforcement|\bbandit|policy learning|policies|markov decision|off-policy"),
+    ("Reinforcement Learning", r"reinforcement|\bbandit|policy learning|policies|markov decision|off-policy|"
+                               r"imitation learning"),
     ("Sequential Modeling", r"time[- ]series|forecast|trajector|temporal point process|sequential|spatio-?temporal"),
-    ("Graph Learning", r"graph|node[- ]level|node classification|link prediction|\bnodes?\b|\bedges?\b|network embedding|molecul"),
+    ("Graph Learning", r"graph|node[- ]level|node classification|link prediction|\bnodes?\b|\bedges?\b|network embedding|"
+                       r"molecul|link[- ]level|edge[- ]level|\bkg\b"),
     ("Computer Vision", r"image|vision|visual|video|object detection|point cloud|lidar|\b3d\b|segmentation|pixel"),
     ("Signal Processing", r"audio|speech|signal|\beeg\b|\becg\b|sensor"),
-    ("Natural Language Processing", r"text|language|\bnlp\b|question answering|sentiment|document|sql|translation|entity|word"),
-    ("Security and Privacy", r"privacy|security|adversarial attack|cryptograph"),
+    ("Natural Language Processing", r"\btext|language|\bnlp\b|question answering|sentiment|document|sql|translation|entity|word"),
+    # The taxonomy files intrusion detection under Security and Privacy / Cybersecurity, and attacks on models
+    # (model inversion, membership inference, poisoning) under AI Security.
+    ("Security and Privacy", r"privacy|security|\battacks?\b|cryptograph|intrusion|malware"),
     ("General Machine Learning", r"classif|regression|predict|estimat|cluster|tabular|supervised"),
 ]
 PAPER_SUB_RULES: list[tuple[str, str]] = [
@@ -91,7 +103,8 @@ PAPER_SUB_RULES: list[tuple[str, str]] = [
     ("Computer Vision / 3D Object Detection", r"3d object detection"),
     ("Sequential Modeling / Time Series Classification", r"time[- ]series classification"),
 ]
-NO_TASK = re.compile(r"^no (specific )?(machine learning|ml)? ?task|no specific machine learning task", re.I)
+NO_TASK = re.compile(r"^no (specific )?(machine learning|ml)? ?task|no specific machine learning task|"
+                     r"^no information is provided to identify any (machine learning |ml )?task", re.I)
 
 
 def paper_truth(task: str) -> tuple[str | None, set[str], str | None]:
@@ -102,7 +115,8 @@ def paper_truth(task: str) -> tuple[str | None, set[str], str | None]:
     sub = next((label for label, pattern in PAPER_SUB_RULES if re.search(pattern, lowered)), None)
     if sub and matched and not sub.startswith(matched[0]):
         sub = None  # only a subcategory of the primary top-level counts
-    return (matched[0] if matched else "General Machine Learning"), set(matched), sub
+    truth = matched[0] if matched else "General Machine Learning"
+    return truth, set(matched) | {truth}, sub
 
 
 def majority(labels_per_trick: list[list[str]]) -> tuple[str | None, str | None]:

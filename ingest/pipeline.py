@@ -236,7 +236,7 @@ class Ingestor:
         strongest = sorted(range(len(drafts)), key=lambda i: -technique_score(drafts[i].text))
         chosen = vectors[strongest[: self.labeller.settings.body_sentences]] if strongest else None
         text = "\n".join([_document_head(document), document.text, *(body for _, body in document.sections)])
-        return [label.label for label in self.labeller.label_document(text, head_vector, chosen)]
+        return [label.label for label in self.labeller.label_document(text, head_vector, chosen, _task(document))]
 
     def _tricks(self, source: str, document: SourceDocument, drafts: list[TrickDraft], vectors: np.ndarray,
                 doc_labels: list[str]):
@@ -316,12 +316,19 @@ def _own_title(document: SourceDocument) -> str:
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
+def _task(document: SourceDocument) -> str | None:
+    """A paper's own statement of its task (its Task perspective), if it has one; write-ups state none."""
+    if document.kind != "paper":
+        return None
+    return next((text for name, text in document.sections if name == "task" and text.strip()), None)
+
+
 def _document_head(document: SourceDocument) -> str:
     """What a document is about, for its labels: title, the competition (named in the text, never taken from
     the file name) or a paper's task, and the headings of a write-up."""
     parts = [_own_title(document)]
     if document.kind == "paper":
-        parts += [text for name, text in document.sections if name == "task"][:1]
+        parts += [_task(document) or ""]
     elif not document.cards:
         slug = competition_in_text(_document_text(document))
         parts += [c.title for c in known_competitions() if c.slug == slug]

@@ -51,10 +51,19 @@ class LabellerSettings:
     # own best, with at least this many distinct cues and at least this score.
     own_label_min_cues: int = 2
     own_label_min_score: float = 0.45
+    # A document with a task statement (a paper's Task) is labelled by its task, as AutoMind labels a task: an area
+    # the statement names by none of its cues scores this share, since a paper's method (a GNN, a transformer) fills
+    # its text with cues of an area its task need not be in. Soft, not zero: cue lists are never complete.
+    unstated_area_factor: float = 0.5
+
+
+def _cue_text(text: str) -> str:
+    """Text as cues are matched against it: lower case, and code names read as words ("visit_month", "lag_7")."""
+    return text.lower().replace("_", " ")
 
 
 def _cue_pattern(cues: Sequence[str]) -> re.Pattern | None:
-    cleaned = sorted({c.strip().lower() for c in cues if c.strip()}, key=len, reverse=True)
+    cleaned = sorted({_cue_text(c).strip() for c in cues if c.strip()}, key=len, reverse=True)
     if not cleaned:
         return None
     return re.compile(r"(?<![a-z0-9])(" + "|".join(re.escape(c) for c in cleaned) + r")(?![a-z0-9])")
@@ -119,7 +128,7 @@ class HierarchicalLabeller:
         `prior` (label name → score, e.g. the labels of the document a trick came from) is
         blended in with `prior_weight`, so a short trick inherits its document's context.
         """
-        lowered = text.lower()
+        lowered = _cue_text(text)
         if vector is None:
             vector = self.embedder.embed([text])[0]
         prior = prior or {}
@@ -168,16 +177,18 @@ class HierarchicalLabeller:
             results.append(LabelScore(sub.name, round((top_score + best_sub) / 2, 4)))
         return results[: self.settings.max_labels]
 
-    def label_document(self, text: str, head_vector: np.ndarray, sentence_vectors: np.ndarray | None = None) -> list[LabelScore]:
+    def label_document(self, text: str, head_vector: np.ndarray, sentence_vectors: np.ndarray | None = None,
+                       task: str | None = None) -> list[LabelScore]:
         """Labels of a whole document, as AutoMind labels a task: from its context, not sentence by sentence.
 
         `text` is what the cues are read from (title, competition or task, headings and body);
         `head_vector` embeds the head (title, competition or task description, headings) and
         `sentence_vectors` the document's strongest technique sentences. Description similarity is
         `head_weight` × head + the rest × the sentences' mean, so generic sentences ("5-fold CV")
-        cannot outvote what the document is about.
+        cannot outvote what the document is about. `task`, the document's own task statement where it has one,
+        demotes every specific area it names by no cue (`unstated_area_factor`); General ML needs no cue.
         """
-        lowered = text.lower()
+        lowered = _cue_text(text)
         vector = np.asarray(head_vector, dtype=float)
         if sentence_vectors is not None and len(sentence_vectors):
             body = np.asarray(sentence_vectors, dtype=float)[: self.settings.body_sentences].mean(axis=0)
@@ -185,6 +196,10 @@ class HierarchicalLabeller:
             weight = self.settings.head_weight
             vector = weight * vector + (1 - weight) * body  # dot products are linear: the weighted similarity
         tops = [(*self._score(top, lowered, vector), top) for top in self.taxonomy.top_levels]
+        if task:
+            stated = _cue_text(task)
+            tops = [(score if top.name == self.settings.generic_top or _lexical(self._patterns[top.name], stated)[1]
+                     else score * self.settings.unstated_area_factor, n_cues, top) for score, n_cues, top in tops]
         return self._choose(tops, lambda sub: self._score(sub, lowered, vector)[0],
                             specific_ratio=self.settings.document_specific_ratio,
                             specific_min_cues=self.settings.document_specific_min_cues)
@@ -201,7 +216,7 @@ class HierarchicalLabeller:
         if own:
             first = own[0]
             top = self.taxonomy.get(first.label).top
-            _, n_cues = _lexical(self._patterns[top], text.lower())
+            _, n_cues = _lexical(self._patterns[top], _cue_text(text))
             known_tops = {label.split(SEPARATOR, 1)[0] for label in labels}
             if (top not in known_tops and top != self.settings.generic_top and first.score >= self.settings.own_label_min_score
                     and n_cues >= self.settings.own_label_min_cues):
@@ -215,7 +230,7 @@ class HierarchicalLabeller:
         (description similarity plus weighted cue evidence), as `label` does; the document or card the
         text came from plays no part, so the same text always gets the same score for the same label.
         """
-        lowered = text.lower()
+        lowered = _cue_text(text)
         if vector is None:
             vector = self.embedder.embed([text])[0]
         scores = []

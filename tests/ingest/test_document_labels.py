@@ -6,7 +6,8 @@ import json
 import shutil
 
 from ingest import ingest
-from tests.conftest import WRITEUPS, need
+from kb.labeller import HierarchicalLabeller
+from tests.conftest import PAPERS, WRITEUPS, need
 
 
 def _ingest_neutral(make_kb, tmp_path, source):
@@ -33,6 +34,36 @@ def test_neutral_time_series_writeup_is_sequential_modeling(make_kb, tmp_path):
     assert labels[0].startswith("Sequential Modeling / ")
     firsts = [t.labels[0].split(" / ")[0] for t in tricks]
     assert firsts.count("Sequential Modeling") == len(firsts)
+
+
+def test_neutral_gbdt_writeup_on_sales_and_calendar_data_is_sequential_modeling(make_kb, tmp_path):
+    # LightGBM, RMSE and hyperparameters everywhere; only "sales, prices, and calendar information" says time series
+    labels, _ = _ingest_neutral(
+        make_kb, tmp_path, WRITEUPS / "tsa_cases" / "m5-forecasting-accuracy-light-gbm-m5-forecasting-accuracy-forcasting.case")
+    assert labels[0].startswith("Sequential Modeling / ")
+
+
+def test_code_names_count_as_cue_words(make_kb):
+    base = make_kb()
+    labeller = HierarchicalLabeller(base.taxonomy, base.embedder)
+    vector = labeller.label_vector("Sequential Modeling")  # any fixed vector: only the cue evidence differs
+    coded, worded = (labeller.evidence(text, vector, ["Sequential Modeling"])[0]
+                     for text in ("features: visit_month, lag_7", "features: a visit month, a lag 7"))
+    bare = labeller.evidence("features: a, b", vector, ["Sequential Modeling"])[0]
+    assert coded == worded > bare
+
+
+def test_paper_is_labelled_by_its_task_not_its_method(make_kb, tmp_path):
+    """A clustering paper whose Task names no area is General ML, though its method text is about graphs; a
+    3D detection paper keeps Computer Vision, which its Task names."""
+    summaries = json.loads((need(PAPERS) / "paper_summaries.json").read_text(encoding="utf-8"))
+    keys = {"clustering": "kdd22/2112.07030v4.json", "voxels": "3D-Object-Detection/1711.06396v1.json"}
+    chosen = tmp_path / "summaries.json"
+    chosen.write_text(json.dumps({name: summaries[key] for name, key in keys.items()}), encoding="utf-8")
+    base = make_kb()
+    assert ingest([str(chosen)], base).ok
+    firsts = {t.source.rsplit("#", 1)[1]: t.labels[0].split(" / ")[0] for t in base.export()}
+    assert firsts == {"clustering": "General Machine Learning", "voxels": "Computer Vision"}
 
 
 def test_card_and_writeup_trick_with_same_text_get_the_same_label_score(make_kb, tmp_path):
