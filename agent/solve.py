@@ -209,7 +209,8 @@ def _llm_proposer(settings: SolveSettings, offline: TreeProposer, dataset: Datas
     budget = settings.search.time_budget
     deadline = time.monotonic() + (budget - (time.time() - started)) if budget is not None else math.inf
     coder = FreeCoder(dataset, out_dir / FREE_CODE_DIR, Limits(settings.candidate_time_limit, settings.memory_limit),
-                      ValidationSpec(n_splits=settings.cv, seed=settings.search.seed), deadline)
+                      ValidationSpec(n_splits=settings.search.folds_for(len(dataset.y), settings.cv),
+                                     seed=settings.search.seed), deadline)
     return LLMProposer(LLMClient(settings.llm, budget_usd=settings.llm_budget_usd), offline, coder=coder)
 
 
@@ -222,6 +223,8 @@ def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset,
     return {
         "task": {key: value for key, value in profile.to_dict().items() if key != "description"},
         "settings": asdict(settings),
+        # the CV's folds: fewer than settings.cv asked for on a large table (SearchSettings.folds_for)
+        "cv_folds": settings.cv if seed_loop else settings.search.folds_for(len(dataset.y), settings.cv),
         "search": "seed loop" if seed_loop else f"tree search ({type(proposer).__name__})",
         "summary": run.summary(),
         "metric": run.metric,

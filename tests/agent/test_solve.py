@@ -55,6 +55,7 @@ def test_run_folder_holds_every_output(attrition_run):
     assert all(node["members"] for node in nodes[5:])
     assert {"spec", "cv_score", "verdict", "seconds", "error"} <= set(trace[0])
     assert run["task"]["inferred"]["target"] and run["settings"]["search"]["seed"] == 3
+    assert all(node["spec"]["validation"]["n_splits"] == run["cv_folds"] for node in nodes)  # the folds it used
     report = (out / "report.html").read_text()
     assert "<svg" in report and report.count("<tr class=") == len(nodes) and "http" not in report.split("<svg")[0]
 
