@@ -145,6 +145,10 @@ def _categorical(c: CompileContext) -> str:
     return f"CategoricalColumns({text!r})" if text else "CATEGORICAL"
 
 
+def _codes_above(levels: Any) -> str:
+    return "" if levels is None else f", codes_above={int(levels)!r}"
+
+
 def _skip(c: CompileContext) -> str:
     text = c.columns_of_kind("text")
     return f", skip={tuple(text)!r}" if text else ""
@@ -322,8 +326,11 @@ BUILTIN_STEPS: dict[str, SourceStep] = {
                    {"columns": None, "n_bins": 10, "strategy": "quantile"}),
         # Replaces ordinal_encoding for models that split on categories natively; the LightGBM/XGBoost
         # parameters of the recipe travel to the model (agent.knowledge.recipes), the step itself only sets the dtype.
-        SourceStep("native_categorical", lambda p, c: f"NativeCategories(max_levels={int(p['max_levels'])!r}{_skip(c)})",
-                   {"max_levels": 250, "max_cat_to_onehot": 4, "cat_smooth": 10, "min_data_per_group": 50}),
+        SourceStep("native_categorical",
+                   lambda p, c: f"NativeCategories(max_levels={int(p['max_levels'])!r}{_skip(c)}"
+                                f"{_codes_above(p['codes_above'])})",
+                   {"max_levels": 250, "codes_above": None, "max_cat_to_onehot": 4, "cat_smooth": 10,
+                    "min_data_per_group": 50}),
     )
 }
 

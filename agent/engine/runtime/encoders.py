@@ -99,15 +99,23 @@ class RareLevels(TransformerMixin, BaseEstimator):
 
 class NativeCategories(TransformerMixin, BaseEstimator):
     """Categorical columns as pandas categories (the `max_levels` most frequent fit levels; others missing),
-    for models that split on categories natively (HistGradientBoosting, XGBoost, LightGBM)."""
+    for models that split on categories natively (HistGradientBoosting, XGBoost, LightGBM). A column with more
+    fit levels than `codes_above` becomes integer codes by frequency instead (unseen levels -1): LightGBM's
+    category splits overfit many-level columns, where ordered codes split in a few thresholds."""
 
-    def __init__(self, max_levels=250, skip=()):
+    def __init__(self, max_levels=250, skip=(), codes_above=None):
         self.max_levels = max_levels
         self.skip = skip
+        self.codes_above = codes_above
 
     def fit(self, X, y=None):
-        self.levels_ = {name: list(X[name].dropna().astype(str).value_counts().index[: self.max_levels])
-                        for name in CategoricalColumns(self.skip)(X)}
+        self.levels_, self.codes_ = {}, {}
+        for name in CategoricalColumns(self.skip)(X):
+            counts = X[name].dropna().astype(str).value_counts()
+            if self.codes_above is not None and len(counts) > self.codes_above:
+                self.codes_[name] = {level: code for code, level in enumerate(counts.index)}
+            else:
+                self.levels_[name] = list(counts.index[: self.max_levels])
         return self
 
     def transform(self, X):
@@ -116,4 +124,6 @@ class NativeCategories(TransformerMixin, BaseEstimator):
             known = set(levels)
             strings = X[name].map(lambda v: str(v) if not pd.isna(v) and str(v) in known else None)
             coded[name] = pd.Categorical(strings.astype(object), categories=levels)
+        for name, codes in self.codes_.items():
+            coded[name] = X[name].map(lambda v: -1 if pd.isna(v) else codes.get(str(v), -1)).astype(float)
         return X.assign(**coded)

