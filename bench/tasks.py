@@ -121,15 +121,23 @@ def write_task_folder(
     metric: str,
     test_fraction: float = 0.25,
     seed: int = 0,
+    groups: np.ndarray | None = None,
 ) -> BuiltTask:
-    """Write a competition folder from `df`; the held-back test answers go next to it, not inside."""
+    """Write a competition folder from `df`; the held-back test answers go next to it, not inside. Rows of one
+    of `groups` (copies of one source row, say) stay on one side of the split, so the test set holds no copy of
+    a training row."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     frame = df.reset_index(drop=True)
     if ID_COLUMN in frame.columns:
         raise ValueError(f"the frame already has a column {ID_COLUMN!r}; rename it before building a task")
     frame.insert(0, ID_COLUMN, np.arange(1, len(frame) + 1))
-    test_mask = np.random.default_rng(seed).random(len(frame)) < test_fraction
+    rng = np.random.default_rng(seed)
+    if groups is None:
+        test_mask = rng.random(len(frame)) < test_fraction
+    else:
+        codes, uniques = pd.factorize(np.asarray(groups))
+        test_mask = (rng.random(len(uniques)) < test_fraction)[codes]
     train, test = frame[~test_mask], frame[test_mask]
     train.to_csv(out_dir / "train.csv", index=False)
     test.drop(columns=[target]).to_csv(out_dir / "test.csv", index=False)
