@@ -150,7 +150,41 @@ def _server_database(home: os.PathLike[str]) -> str:
     return path.read_text().strip()
 
 
-class KnowledgeBase:
+class HomeVectors:
+    """A home's embedder and one chromadb collection of it, opened on first use: the part the knowledge base
+    (its tricks) and the case library (its tasks) share. A subclass sets `collection_name`, and `home`,
+    `chroma_url` and `_embedder` in its constructor."""
+
+    collection_name: str
+    home: Path
+    chroma_url: str | None
+    _embedder: Embedder | None
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = default_embedder(self.home)
+        return self._embedder
+
+    @cached_property
+    def _chroma(self):
+        return chroma_client(self.home, self.chroma_url)
+
+    @cached_property
+    def collection(self):
+        return home_collection(self._chroma, self.collection_name, self.home)
+
+    def _close_vectors(self) -> None:
+        """Release the collection and its client (chromadb shares one client per folder inside a process)."""
+        self.__dict__.pop("collection", None)
+        client = self.__dict__.pop("_chroma", None)
+        if client is not None:
+            client.close()
+
+
+class KnowledgeBase(HomeVectors):
+    collection_name = COLLECTION
+
     def __init__(self, home: str | os.PathLike[str] | None = None, embedder: Embedder | None = None,
                  taxonomy: Taxonomy | None = None, chroma_url: str | None = None):
         self.home = resolve_home(home)
@@ -194,20 +228,6 @@ class KnowledgeBase:
             db["trick_labels"].create_index(["label", "score"])
             db["trick_labels"].create_index(["top", "score"])
 
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = default_embedder(self.home)
-        return self._embedder
-
-    @cached_property
-    def _chroma(self):
-        return chroma_client(self.home, self.chroma_url)
-
-    @cached_property
-    def collection(self):
-        return home_collection(self._chroma, COLLECTION, self.home)
-
     @staticmethod
     def exists(home: str | os.PathLike[str] | None = None) -> bool:
         """Whether `home` holds a knowledge base, without creating one there."""
@@ -217,10 +237,7 @@ class KnowledgeBase:
         """Release the vector index and the catalog. chromadb shares one client per folder inside a
         process, so a store must be closed before another process replaces its index (`kb rebuild`)
         and this process opens it again."""
-        self.__dict__.pop("collection", None)
-        client = self.__dict__.pop("_chroma", None)
-        if client is not None:
-            client.close()
+        self._close_vectors()
         self.catalog.conn.close()
 
     def __enter__(self) -> KnowledgeBase:

@@ -26,7 +26,6 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +61,8 @@ from agent.memory.records import (
     task_key,
 )
 from kb.config import resolve_home
-from kb.embedding import Embedder, default_embedder
-from kb.store import chroma_client, home_collection, resolve_chroma_url
+from kb.embedding import Embedder
+from kb.store import HomeVectors, resolve_chroma_url
 from retrieval.profile import DESCRIPTION_FILE, TaskProfile
 
 MEMORY_FILE = "memory.db"
@@ -86,8 +85,10 @@ class UnknownMemoryError(LookupError):
     """forget/show of something the case library does not hold."""
 
 
-class MemoryStore:
+class MemoryStore(HomeVectors):
     """The case library of one casebook home (see the module docstring)."""
+
+    collection_name = COLLECTION
 
     def __init__(self, home: str | os.PathLike[str] | None = None, embedder: Embedder | None = None,
                  chroma_url: str | None = None):
@@ -125,25 +126,8 @@ class MemoryStore:
             db["memories"].create_index(["task_key", "kind"], if_not_exists=True)
             db["memories"].create_index(["kind", "repaired"], if_not_exists=True)
 
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = default_embedder(self.home)
-        return self._embedder
-
-    @cached_property
-    def _chroma(self):
-        return chroma_client(self.home, self.chroma_url)
-
-    @cached_property
-    def collection(self):
-        return home_collection(self._chroma, COLLECTION, self.home)
-
     def close(self) -> None:
-        self.__dict__.pop("collection", None)
-        client = self.__dict__.pop("_chroma", None)
-        if client is not None:
-            client.close()
+        self._close_vectors()
         self.db.conn.close()
 
     def __enter__(self) -> MemoryStore:
