@@ -239,7 +239,8 @@ def markdown(results: list[TaskResult], time_budget: float, split_seed: int = 0)
              f"{os.cpu_count()} cores, no GPU. Each task is a real table split 75/25 (bench/tasks.py, seed {split_seed}); every "
              f"arm sees only the task folder, gets {time_budget:g} s of wall clock, runs as its own process with "
              "nothing else on the machine and is scored on the held-back answers. kb = `agent solve --use-kb` "
-             "(KB: the bundled cards plus the shared Kaggle write-ups; same-competition knowledge is dropped); "
+             "(KB: the bundled cards, the shared Kaggle write-ups and paper summaries; same-competition knowledge is "
+             "dropped; the ablation bench runs it as its both arm); "
              "no_kb = `agent solve`; seed_loop = linear, random forest and histogram GBM at defaults, 5-fold CV, "
              "best refit; flaml = FLAML AutoML; autogluon = AutoGluon `medium_quality`. "
              "Cells: held-back score / wall seconds / peak MB."), "",
@@ -345,8 +346,8 @@ def main(tasks: str, arms: str, time_budget: float, results: Path, split_seed: i
         kb_home = root / "kb-home"
         if "kb" in chosen:
             sources = [str(REPO / "data/knowledge")]
-            if (SHARED / "corpus/kaggle_writeups").exists():
-                sources.append(str(SHARED / "corpus/kaggle_writeups"))
+            if (SHARED / "corpus").exists():
+                sources += [str(SHARED / "corpus/kaggle_writeups"), str(SHARED / "corpus/papers/paper_summaries.json")]
             subprocess.run([str(Path(sys.executable).parent / "kb"), "--home", str(kb_home), "ingest", *sources,
                             "--quiet"], check=True, cwd=REPO)
         bar = progress.add_task("agent bench", total=len(names))

@@ -435,15 +435,22 @@ class KnowledgeBase(HomeVectors):
             return None
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
+    def executable_ids(self) -> list[str]:
+        """Ids of the tricks with a recipe (a card's own, or compiled from the text at ingest): what the agent runs."""
+        return [row["id"] for row in self.catalog["tricks"].rows_where("recipe IS NOT NULL", select="id")]
+
     def search(self, query: str | np.ndarray, k: int = 10, *, label: str | None = None,
                stage: str | None = None, kind: str | None = None,
-               exclude_competitions: Iterable[str] = ()) -> list[ScoredTrick]:
-        """Nearest tricks to a text (or a vector), with optional label/stage/kind filters."""
+               exclude_competitions: Iterable[str] = (), among: Sequence[str] | None = None) -> list[ScoredTrick]:
+        """Nearest tricks to a text (or a vector), with optional label/stage/kind filters; `among` limits the
+        search to those trick ids."""
         if self.count() == 0:
             raise EmptyKnowledgeBaseError(f"the knowledge base in {self.home} is empty; run `kb ingest PATH` first")
+        if among is not None and not among:
+            return []
         vector = self.embedder.embed([query])[0] if isinstance(query, str) else np.asarray(query, dtype=np.float32)
         result = self.collection.query(
-            query_embeddings=[vector], n_results=k,
+            query_embeddings=[vector], n_results=k, ids=list(among) if among is not None else None,
             where=self._where(label, stage, kind, exclude_competitions), include=["distances"],
         )
         ids, distances = result["ids"][0], result["distances"][0]

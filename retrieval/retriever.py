@@ -74,13 +74,16 @@ class HierarchicalRetriever:
                          competition or task_competition(description, profile), profile)
 
     def retrieve(self, query: TaskQuery, *, k: int = 10, stage: str | None = None, kind: str | None = "solution",
-                 exclude_competitions: Sequence[str] = ()) -> list[RetrievedTrick]:
+                 exclude_competitions: Sequence[str] = (), executable: bool = False) -> list[RetrievedTrick]:
+        """The k best tricks for the query; with `executable`, only tricks with a recipe, ranked by the same rule
+        (a KB of write-ups holds mostly prose, and the top k of everything would hold few tricks to run)."""
         excluded = [c for c in (query.competition, *exclude_competitions) if c]
+        among = self.kb.executable_ids() if executable else None
         vector = self.kb.embedder.embed([query.text[:2000]])[0]
         best: dict[str, RetrievedTrick] = {}
         for priority, label in enumerate(query.labels):
             hits = self.kb.search(vector, self.settings.per_label_candidates, label=label, stage=stage,
-                                  kind=kind, exclude_competitions=excluded)
+                                  kind=kind, exclude_competitions=excluded, among=among)
             evidence = self.kb.label_scores([h.trick.id for h in hits], label)
             for hit in hits:
                 label_evidence = min(1.0, evidence.get(hit.trick.id, 0.0))
@@ -116,10 +119,12 @@ class HierarchicalRetriever:
 
 
 def retrieve(profile: TaskProfile, stage: str | None = None, k: int = 10, *, kb: KnowledgeBase | None = None,
-             settings: RetrieverSettings | None = None, kind: str | None = None) -> list[RetrievedTrick]:
+             settings: RetrieverSettings | None = None, kind: str | None = None,
+             executable: bool = False) -> list[RetrievedTrick]:
     """Tricks for a profiled task, best first: the agent's entry point to the knowledge base.
 
     By default (`kind=None`) solution tricks (write-ups and cards) and paper tricks are ranked together by the same
-    rule, with no bonus for either source; pass kind="solution" or kind="paper" for one kind only."""
+    rule, with no bonus for either source; pass kind="solution" or kind="paper" for one kind only, and
+    `executable=True` for tricks with a recipe only."""
     retriever = HierarchicalRetriever(kb or KnowledgeBase(), settings)
-    return retriever.retrieve(retriever.analyse(profile=profile), k=k, stage=stage, kind=kind)
+    return retriever.retrieve(retriever.analyse(profile=profile), k=k, stage=stage, kind=kind, executable=executable)

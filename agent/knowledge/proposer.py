@@ -86,7 +86,7 @@ class KnowledgeTreeProposer:
         if self._retrieved is None:
             from retrieval.retriever import retrieve
 
-            self._retrieved = retrieve(profile, k=self.k, kb=self.kb)
+            self._retrieved = retrieve(profile, k=self.k, kb=self.kb, executable=True)
         return self._executable(profile, self._retrieved)
 
     def use_memory(self, advice: TrickAdvice) -> None:

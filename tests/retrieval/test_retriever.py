@@ -51,6 +51,19 @@ def test_house_prices_profile_and_retrieval(corpus_kb):
     assert papers and all(p.trick.kind == "paper" for p in papers)
 
 
+def test_executable_retrieval_ranks_only_tricks_with_a_recipe_by_the_same_rule(corpus_kb):
+    base, _ = corpus_kb
+    retriever = HierarchicalRetriever(base)
+    query = retriever.analyse(profile=profile_task(need(HOUSE_PRICES)))
+    everything = retriever.retrieve(query, k=40, kind=None)
+    runnable = retriever.retrieve(query, k=40, kind=None, executable=True)
+    assert runnable and all(r.trick.recipe for r in runnable)
+    assert len(runnable) > sum(1 for r in everything if r.trick.recipe)  # the top 40 of everything is mostly prose
+    assert {r.trick.source_kind for r in runnable} >= {"card", "write-up"}
+    scores = {r.trick.id: r.score for r in everything}
+    assert all(r.score == scores[r.trick.id] for r in runnable if r.trick.id in scores)
+
+
 def test_table_with_text_column_is_tabular_and_nlp(corpus_kb, tweets_task):
     profile = profile_task(tweets_task)
     assert profile.modality == "tabular+text"
