@@ -42,7 +42,10 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 SHARED = REPO.parent / "shared"
 DEFAULT_TASKS = ("attrition", "credit", "churn", "hpc", "ames", "wage", "concrete", "tweets", "hotel", "house_prices")
-ARMS = ("kb", "no_kb", "seed_loop", "flaml", "autogluon")
+ARMS = ("kb", "no_kb", "no_kb_sk_xgb", "seed_loop", "flaml", "autogluon")
+# no_kb_sk_xgb: `agent solve` as no_kb, with LightGBM and CatBoost hidden from it (the models before they became
+# dependencies: scikit-learn's and XGBoost), to measure what the two libraries change; the bench only.
+HIDDEN_MODULES = ("lightgbm", "catboost")
 PEER_PYTHON = {"flaml": BENCH / ".venv-flaml/bin/python", "autogluon": BENCH / ".venv-ag/bin/python"}
 RESULTS = BENCH / "RESULTS.md"
 RUNS = BENCH / "agent_runs"
@@ -123,13 +126,28 @@ def search_summary(run_json: Path) -> dict:
             "builtin_improvements": tally([node for node in improvements if node.trick is None])}
 
 
-def run_child(command: list[str], log: Path) -> tuple[int, float, float]:
+def run_child(command: list[str], log: Path, env: dict[str, str] | None = None) -> tuple[int, float, float]:
     """Run one arm; (exit status, wall seconds, peak resident MB of the child and its waited-for children)."""
     started = time.monotonic()
     with log.open("w") as handle:
-        child = subprocess.Popen(command, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT)
+        child = subprocess.Popen(command, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT, env=env)
         _, status, usage = os.wait4(child.pid, 0)
     return os.waitstatus_to_exitcode(status), time.monotonic() - started, usage.ru_maxrss / 1024
+
+
+def hiding_modules(root: Path, modules: tuple[str, ...]) -> dict[str, str]:
+    """An environment whose Python processes find none of `modules` installed: a sitecustomize on PYTHONPATH makes
+    importlib.util.find_spec answer None for them, which is how casebook decides which models it has."""
+    folder = root / "hidden-modules"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(
+        "import importlib.util\n"
+        "_find_spec = importlib.util.find_spec\n"
+        f"_HIDDEN = {set(modules)!r}\n"
+        "importlib.util.find_spec = lambda name, package=None: (\n"
+        "    None if name.split('.')[0] in _HIDDEN else _find_spec(name, package))\n")
+    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path}
 
 
 def section_title(split_seed: int) -> str:
@@ -191,8 +209,10 @@ def run_task(name: str, root: Path, time_budget: float, arms: tuple[str, ...], k
     for arm in arms:
         out = root / f"{name}-{arm}"
         submission = out / "submission.csv"
-        if arm in ("kb", "no_kb"):
+        env = None
+        if arm in ("kb", "no_kb", "no_kb_sk_xgb"):
             command = agent + (["--use-kb"] if arm == "kb" else []) + ["--out", str(out)]
+            env = hiding_modules(root, HIDDEN_MODULES) if arm == "no_kb_sk_xgb" else None
         elif arm == "seed_loop":
             command = [sys.executable, "-m", "bench.seed_loop", str(built.task_dir), str(submission)]
         else:
@@ -204,7 +224,7 @@ def run_task(name: str, root: Path, time_budget: float, arms: tuple[str, ...], k
                        "--target", dataset.target, "--id", dataset.id_column, "--metric", dataset.metric,
                        "--classes", classes, "--time-budget", str(time_budget)]
         out.mkdir(parents=True, exist_ok=True)
-        status, seconds, peak = run_child(command, out / "log.txt")
+        status, seconds, peak = run_child(command, out / "log.txt", env)
         score = held_back_score(dataset, submission, built.answers_path) if submission.exists() else None
         note = "" if status == 0 else f"exit {status}: " + (out / "log.txt").read_text()[-200:].replace("\n", " ")
         results.append(ArmResult(arm, score, seconds, peak, note, stamp, search_summary(out / "run.json")))
@@ -241,7 +261,8 @@ def markdown(results: list[TaskResult], time_budget: float, split_seed: int = 0)
              "nothing else on the machine and is scored on the held-back answers. kb = `agent solve --use-kb` "
              "(KB: the bundled cards, the shared Kaggle write-ups and paper summaries; same-competition knowledge is "
              "dropped; the ablation bench runs it as its both arm); "
-             "no_kb = `agent solve`; seed_loop = linear, random forest and histogram GBM at defaults, 5-fold CV, "
+             "no_kb = `agent solve`; no_kb_sk_xgb = no_kb with LightGBM and CatBoost hidden (scikit-learn's models and "
+             "XGBoost only, as before the two became dependencies); seed_loop = linear, random forest and histogram GBM at defaults, 5-fold CV, "
              "best refit; flaml = FLAML AutoML; autogluon = AutoGluon `medium_quality`. "
              "Cells: held-back score / wall seconds / peak MB."), "",
              "| task | metric | rows | " + " | ".join(arms) + " |", "|---|---|---:|" + "---|" * len(arms)]
@@ -258,7 +279,7 @@ def markdown(results: list[TaskResult], time_budget: float, split_seed: int = 0)
                      f"{result.n_train} | " + " | ".join(cells) + " |")
     lines.append("")
     for arm, other in (("kb", "no_kb"), ("kb", "seed_loop"), ("kb", "flaml"), ("kb", "autogluon"),
-                       ("no_kb", "seed_loop")):
+                       ("no_kb", "seed_loop"), ("no_kb", "no_kb_sk_xgb")):
         if arm in arms and other in arms:
             outcomes = [beats(r, arm, other) for r in results]
             known = [o for o in outcomes if o is not None]

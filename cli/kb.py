@@ -220,9 +220,11 @@ def query(ctx, text, k, label, stage, kind, exclude_competition, as_json):
 @click.option("--kind", type=click.Choice(KINDS), help="With --task-type: only solutions or only papers.")
 @click.option("--papers", type=int, default=3, show_default=True, help="With --task: how many papers to list too.")
 @click.option("--exclude-competition", multiple=True, help="Drop tricks from this competition slug.")
+@click.option("--executable", is_flag=True,
+              help="With --task: only tricks with a recipe, the ones `agent solve --use-kb` can run.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition, as_json):
+def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition, executable, as_json):
     """Tricks for a task type (no model load) or for a task folder (hierarchical retrieval)."""
     if bool(task_type) == bool(task_dir):
         raise CasebookError("give exactly one of --task-type LABEL or --task TASK_DIR")
@@ -243,8 +245,9 @@ def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition
         profile = profile_task(task_dir)
         retriever = HierarchicalRetriever(base)
         query = retriever.analyse(profile=profile)
-        found = retriever.retrieve(query, k=k, stage=stage, exclude_competitions=exclude_competition)
-        found_papers = retriever.retrieve(query, k=papers, kind="paper") if papers else []
+        found = retriever.retrieve(query, k=k, stage=stage, exclude_competitions=exclude_competition,
+                                   executable=executable)
+        found_papers = retriever.retrieve(query, k=papers, kind="paper", executable=executable) if papers else []
     except (TaskSetupError, EmptyKnowledgeBaseError) as error:
         raise CasebookError(str(error)) from None
     if as_json:

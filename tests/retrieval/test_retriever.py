@@ -108,6 +108,10 @@ def test_stage_filter_and_cli(corpus_kb, tmp_path):
     assert data["labels"][0] == "General Machine Learning / Regression" and len(data["tricks"]) == 5
     assert all(t["competition"] != "playground-series-s3e6" for t in data["tricks"])
     assert all({"score", "matched_label", "source", "stage"} <= set(t) for t in data["tricks"])
+    runnable = CliRunner().invoke(main, ["--home", str(base.home), "tricks", "--task", str(HOUSE_PRICES), "-k", "5",
+                                         "--executable", "--json"])
+    assert runnable.exit_code == 0, runnable.output
+    assert all(t["recipe"] for t in json.loads(runnable.stdout)["tricks"])
 
 
 def test_bad_task_folders_get_one_clear_error(corpus_kb, tmp_path):
