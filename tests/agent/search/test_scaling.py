@@ -244,7 +244,7 @@ def test_a_best_scored_on_the_sample_only_is_refit_on_as_many_rows_as_the_time_l
     node = Node(0, None, "draft", "", candidate, spec.to_dict(), "", EXPLORED, explored.metric_value,
                 explored.metric_value, scored_on=SAMPLE, scored_rows=explore.rows)
     # Time for about 450 of the rows: fewer than every row, more than the sample's 300.
-    deadline = time.monotonic() + OUTPUT_SECONDS + refit_estimate(explored, 450)
+    deadline = time.monotonic() + OUTPUT_SECONDS + refit_estimate([explored], 450)
     refit, final = search._final_fit(node, spec, dataset, Journal([node]), {0: explored}, deadline, explore)
     fitted_rows = int(re.search(r"refit on ([0-9,]+) of them", final.why).group(1).replace(",", ""))
     assert final.how == SAMPLE_REFIT and explore.rows <= fitted_rows <= 450 < len(dataset.y)
@@ -253,7 +253,10 @@ def test_a_best_scored_on_the_sample_only_is_refit_on_as_many_rows_as_the_time_l
 
 def test_rows_within_inverts_the_refit_estimate_and_the_fastest_node_is_timed_on_the_sample():
     evidence = Evidence("ok", 0.7, (0.7, 0.7, 0.7), rows=3000, fit_seconds=(1.0, 1.2, 0.8))
-    assert rows_within(evidence, refit_estimate(evidence, 45_000)) == pytest.approx(45_000, abs=1)
+    assert rows_within(evidence, refit_estimate([evidence], 45_000)) == pytest.approx(45_000, abs=1)
+    # A blend's members are refit in one process: its start-up is counted once.
+    one, two = refit_estimate([evidence], 45_000), refit_estimate([evidence, evidence], 45_000)
+    assert one < two < 2 * one
     assert rows_within(Evidence("ok", rows=3000), 10.0) == 3000  # no fold timings (free code): the CV's rows
 
     def node(node_id, elapsed, sample_elapsed=None, status=VALID, members=()):
