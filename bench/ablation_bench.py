@@ -65,9 +65,9 @@ def knowledge_sources() -> dict[str, list[str]]:
     return {"writeups": writeups, "cards": [str(bundled_knowledge())], "both": [*writeups, str(bundled_knowledge())]}
 
 
-def build_homes(root: Path) -> dict[str, Path]:
-    """The three knowledge bases, ingested with the `kb` command as a user would."""
-    sources = knowledge_sources()
+def build_homes(root: Path, arms: tuple[str, ...] = ARMS) -> dict[str, Path]:
+    """The knowledge bases of the KB arms among `arms`, ingested with the `kb` command as a user would."""
+    sources = {arm: paths for arm, paths in knowledge_sources().items() if arm in arms}
     kb = str(Path(sys.executable).parent / "kb")
     homes = {}
     for arm, paths in sources.items():
@@ -80,11 +80,12 @@ def build_homes(root: Path) -> dict[str, Path]:
     return homes
 
 
-def run_task(name: str, root: Path, homes: dict[str, Path], time_budget: float, stamp: str) -> dict:
+def run_task(name: str, root: Path, homes: dict[str, Path], time_budget: float, stamp: str,
+             arms_to_run: tuple[str, ...] = ARMS) -> dict:
     built = build_task(name, root)
     dataset = Dataset.from_profile(profile_task(built.task_dir))
     arms = {}
-    for arm in ARMS:
+    for arm in arms_to_run:
         out = root / f"{name}-{arm}"
         home = homes.get(arm, root / "home-none")
         command = [str(Path(sys.executable).parent / "agent"), "--home", str(home), "solve", str(built.task_dir),
@@ -108,10 +109,12 @@ def store_path(time_budget: float) -> Path:
 
 
 def save(result: dict, time_budget: float) -> list[dict]:
-    """Merge one task's result into the store (by task) and return everything stored, in bench order."""
+    """Merge one task's result into the store (by task and arm: arms not run keep their stored result) and return
+    everything stored, in bench order."""
     path = store_path(time_budget)
     stored = {r["task"]: r for r in (json.loads(path.read_text()) if path.exists() else [])}
-    stored[result["task"]] = result
+    arms = {**stored.get(result["task"], {}).get("arms", {}), **result["arms"]}
+    stored[result["task"]] = {**result, "arms": {arm: arms[arm] for arm in ARMS if arm in arms}}
     order = [*DEFAULT_TASKS, *HELD_OUT_TASKS]
     results = sorted(stored.values(), key=lambda r: order.index(r["task"]) if r["task"] in order else len(order))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -211,18 +214,23 @@ def section(results: list[dict], time_budget: float) -> str:
 @click.command()
 @click.option("--tasks", default=",".join((*DEFAULT_TASKS, *HELD_OUT_TASKS)), show_default=True)
 @click.option("--time-budget", type=float, default=120.0, show_default=True)
-def main(tasks: str, time_budget: float) -> None:
+@click.option("--arms", default=",".join(ARMS), show_default=True,
+              help="Comma-separated arms to run; the others keep their stored results.")
+def main(tasks: str, time_budget: float, arms: str) -> None:
+    chosen = tuple(arm.strip() for arm in arms.split(",") if arm.strip())
+    if set(chosen) - set(ARMS):
+        raise click.ClickException(f"unknown arms {sorted(set(chosen) - set(ARMS))}; choose from {', '.join(ARMS)}")
     if not (SHARED / "corpus").exists():
         raise click.ClickException(f"{SHARED}/corpus is absent: the write-up arms need the shared corpus")
     root = Path(tempfile.mkdtemp(prefix="ablation-"))
     results: list[dict] = []
     try:
         stamp = run_stamp()
-        homes = build_homes(root)
+        homes = build_homes(root, chosen)
         for name in tasks.split(","):
-            result = run_task(name, root, homes, time_budget, stamp)
+            result = run_task(name, root, homes, time_budget, stamp, chosen)
             results = save(result, time_budget)
-            if name in DEFAULT_TASKS:  # the agent bench's no_kb and kb arms, in its own store
+            if name in DEFAULT_TASKS and {"no_kb", "both"} <= set(chosen):  # the agent bench's no_kb and kb arms
                 store = runs_path(time_budget)
                 store.write_text(json.dumps([asdict(r) for r in merge_runs(load_runs(store), [as_agent_bench(result)])],
                                             indent=1))

@@ -18,6 +18,8 @@ from retrieval.metrics import CLASSIFICATION
 from retrieval.profile import TaskProfile
 
 Condition = Callable[[TaskProfile], str | None]  # None: the recipe applies; else why it does not
+# A trick's parameters fitted to the task: the parameters to use, and a note on what was left out and why ("" if none).
+ParamsFit = Callable[[dict, TaskProfile], tuple[dict, str]]
 
 
 @lru_cache(maxsize=16)
@@ -198,6 +200,22 @@ def _native_categorical_condition(profile: TaskProfile) -> str | None:
         return None
     return "no categorical column with 3 to 250 levels"
 
+
+# GBDT losses that predict a median or a quantile, not the mean: right for a task scored by absolute error only.
+ABSOLUTE_LOSSES = ("mae", "l1", "quantile")
+
+
+def _gbdt_objective_for_task(params: dict, profile: TaskProfile) -> tuple[dict, str]:
+    """A write-up's objective serves its own competition's metric: an absolute-error loss read from an MAE
+    competition, applied to a task scored by RMSE, predicts the wrong statistic (hotel: CV RMSE 15.2 -> 16.7)."""
+    objective = params.get("objective")
+    if objective in ABSOLUTE_LOSSES and profile.metric != "mae":
+        kept = {name: value for name, value in params.items() if name not in ("objective", "alpha")}
+        return kept, f"objective={objective!r} left out: it fits a task scored by mae, this one is scored by {profile.metric}"
+    return params, ""
+
+
+PARAMS_FITS: dict[str, ParamsFit] = {"gbdt_params": _gbdt_objective_for_task}
 
 CONDITIONS: dict[str, Condition] = {
     "missing_indicators": _missing_columns(1, share=0.01),

