@@ -2,7 +2,8 @@
 
 Each condition reads the TaskProfile and, for the few checks that need values, a sample of train.csv
 (`train_sample`), and returns one line on why the recipe does not fit the task, or None when it does.
-CONDITIONS maps every executable recipe op to its condition.
+CONDITIONS maps every executable recipe op to its condition. PARAMS_FITS maps the few ops whose parameters can
+serve another metric than the task's to what keeps the ones that fit.
 """
 
 from __future__ import annotations
