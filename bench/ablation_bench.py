@@ -37,10 +37,13 @@ from bench.agent_bench import (
     SHARED,
     ArmResult,
     TaskResult,
+    agent_solve,
+    beats,
     build_task,
     held_back_score,
     load_runs,
     merge_runs,
+    ratio,
     run_child,
     run_stamp,
     runs_path,
@@ -88,9 +91,7 @@ def run_task(name: str, root: Path, homes: dict[str, Path], time_budget: float, 
     for arm in arms_to_run:
         out = root / f"{name}-{arm}"
         home = homes.get(arm, root / "home-none")
-        command = [str(Path(sys.executable).parent / "agent"), "--home", str(home), "solve", str(built.task_dir),
-                   "--time-budget", str(time_budget), "--seed", "0", "--quiet", "--json", "--out", str(out),
-                   *(["--use-kb"] if arm in homes else [])]
+        command = agent_solve(built.task_dir, out, time_budget, *(["--use-kb"] if arm in homes else []), home=home)
         out.parent.mkdir(parents=True, exist_ok=True)
         status, seconds, peak = run_child(command, root / f"{name}-{arm}.log")
         submission = out / "submission.csv"
@@ -122,24 +123,18 @@ def save(result: dict, time_budget: float) -> list[dict]:
     return results
 
 
+def as_task_result(result: dict, arms: dict[str, str] | None = None) -> TaskResult:
+    """A stored task result as the agent bench's record; `arms` picks and renames arms (its name: the ablation's)."""
+    picked = arms or {arm: arm for arm in result["arms"]}
+    return TaskResult(result["task"], result["metric"], result["greater_is_better"], result["n_train"], tuple(
+        ArmResult(name, a["score"], a["seconds"], a["peak_mb"], "" if a["status"] == 0 else f"exit {a['status']}",
+                  a["ran"], a.get("search") or {})
+        for name, a in ((name, result["arms"][arm]) for name, arm in picked.items())))
+
+
 def as_agent_bench(result: dict) -> TaskResult:
     """The no_kb and both arms as the agent bench's no_kb and kb arms."""
-    arms = tuple(ArmResult(name, a["score"], a["seconds"], a["peak_mb"],
-                           "" if a["status"] == 0 else f"exit {a['status']}", a["ran"], a.get("search") or {})
-                 for name, a in (("kb", result["arms"]["both"]), ("no_kb", result["arms"]["no_kb"])))
-    return TaskResult(result["task"], result["metric"], result["greater_is_better"], result["n_train"], arms)
-
-
-def better(a: float | None, b: float | None, greater: bool) -> bool:
-    return a is not None and (b is None or (a > b if greater else a < b))
-
-
-def ratio_to_no_kb(result: dict, arm: str) -> float | None:
-    """The arm's held-back score relative to no_kb's, > 1 when better (inverted for error metrics)."""
-    mine, theirs = result["arms"][arm]["score"], result["arms"]["no_kb"]["score"]
-    if not mine or not theirs:
-        return None
-    return mine / theirs if result["greater_is_better"] else theirs / mine
+    return as_task_result(result, {"kb": "both", "no_kb": "no_kb"})
 
 
 def score_table(title: str, results: list[dict]) -> list[str]:
@@ -149,10 +144,10 @@ def score_table(title: str, results: list[dict]) -> list[str]:
         lines.append(f"| {result['task']} | {result['metric']} {'↑' if result['greater_is_better'] else '↓'} | "
                      f"{result['n_train']} | " + " | ".join(cells) + " |")
     lines.append("")
+    records = [as_task_result(r) for r in results]
     for arm in ("writeups", "cards", "both"):
-        wins = sum(better(r["arms"][arm]["score"], r["arms"]["no_kb"]["score"], r["greater_is_better"])
-                   for r in results)
-        ratios = [x for x in (ratio_to_no_kb(r, arm) for r in results) if x is not None]
+        wins = sum(bool(beats(record, arm, "no_kb")) for record in records)
+        ratios = [x for x in (ratio(record, arm, "no_kb") for record in records) if x is not None]
         mean = f"{sum(ratios) / len(ratios):.4f}" if ratios else "–"
         lines.append(f"- {arm} beats no_kb on {wins} of {len(results)} tasks; mean score ratio to no_kb "
                      f"(> 1 is better) {mean}.")

@@ -126,6 +126,13 @@ def search_summary(run_json: Path) -> dict:
             "builtin_improvements": tally([node for node in improvements if node.trick is None])}
 
 
+def agent_solve(task_dir: Path, out: Path, time_budget: float, *options: str, home: Path | None = None) -> list[str]:
+    """The `agent solve` command of every bench arm that runs the agent: seed 0, quiet, JSON, its run folder `out`."""
+    return [str(Path(sys.executable).parent / "agent"), *(["--home", str(home)] if home is not None else []), "solve",
+            str(task_dir), "--time-budget", str(time_budget), "--seed", "0", "--quiet", "--json", "--out", str(out),
+            *options]
+
+
 def run_child(command: list[str], log: Path, env: dict[str, str] | None = None) -> tuple[int, float, float]:
     """Run one arm; (exit status, wall seconds, peak resident MB of the child and its waited-for children)."""
     started = time.monotonic()
@@ -203,15 +210,14 @@ def run_task(name: str, root: Path, time_budget: float, arms: tuple[str, ...], k
     profile = profile_task(built.task_dir)
     dataset = Dataset.from_profile(profile)
     classes = json.dumps([c.item() if hasattr(c, "item") else c for c in dataset.classes]) if dataset.classes is not None else "null"
-    agent = [str(Path(sys.executable).parent / "agent"), "--home", str(kb_home), "solve", str(built.task_dir),
-             "--time-budget", str(time_budget), "--seed", "0", "--quiet", "--json"]
     results, stamp = [], run_stamp()
     for arm in arms:
         out = root / f"{name}-{arm}"
         submission = out / "submission.csv"
         env = None
         if arm in ("kb", "no_kb", "no_kb_sk_xgb"):
-            command = agent + (["--use-kb"] if arm == "kb" else []) + ["--out", str(out)]
+            command = agent_solve(built.task_dir, out, time_budget, *(["--use-kb"] if arm == "kb" else []),
+                                  home=kb_home)
             env = hiding_modules(root, HIDDEN_MODULES) if arm == "no_kb_sk_xgb" else None
         elif arm == "seed_loop":
             command = [sys.executable, "-m", "bench.seed_loop", str(built.task_dir), str(submission)]

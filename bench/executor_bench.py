@@ -28,7 +28,7 @@ import click
 
 from agent.engine.dataset import Dataset
 from agent.search.journal import Journal
-from bench.agent_bench import RUNS, held_back_score, run_child, run_stamp
+from bench.agent_bench import RUNS, agent_solve, held_back_score, run_child, run_stamp
 from bench.results import write_section
 from bench.tasks import RDATASETS_TASKS, build_rdatasets_task
 from retrieval.profile import profile_task
@@ -44,8 +44,7 @@ ARMS = (("local", ()),
 def run_arm(arm: str, options: tuple[str, ...], task_dir: Path, dataset: Dataset, answers: Path, out: Path,
             time_budget: float) -> dict:
     load = os.getloadavg()[0]  # what the machine's other users were running as the arm started
-    command = [str(Path(sys.executable).parent / "agent"), "solve", str(task_dir), "--time-budget", str(time_budget),
-               "--seed", "0", "--quiet", "--json", "--out", str(out), *options]
+    command = agent_solve(task_dir, out, time_budget, *options)
     status, seconds, _ = run_child(command, out.with_suffix(".log"))
     run = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
     nodes = [node for node in Journal.from_dict(run["journal"]) if not node.members] if run.get("journal") else []

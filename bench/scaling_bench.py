@@ -40,7 +40,7 @@ import pandas as pd
 
 from agent.engine.dataset import Dataset
 from agent.search.journal import EXPLORED, OVER_TIME, VALID, Journal
-from bench.agent_bench import BENCH, PEER_PYTHON, REPO, RUNS, held_back_score, run_stamp
+from bench.agent_bench import BENCH, PEER_PYTHON, REPO, RUNS, agent_solve, held_back_score, run_stamp
 from bench.results import write_section
 from bench.tasks import write_task_folder
 from retrieval.profile import profile_task
@@ -163,8 +163,7 @@ def run_size(size: int, root: Path, time_budget: float, arms: tuple[str, ...]) -
         out.mkdir(parents=True, exist_ok=True)
         submission = out / "submission.csv"
         if arm == "agent":
-            command = [str(Path(sys.executable).parent / "agent"), "solve", str(built.task_dir), "--time-budget",
-                       str(time_budget), "--seed", "0", "--quiet", "--json", "--out", str(out / "run")]
+            command = agent_solve(built.task_dir, out / "run", time_budget)
             submission = out / "run" / "submission.csv"
         elif arm == "plain":
             command = [sys.executable, "-m", "bench.scaling_bench", "plain", str(built.task_dir), str(submission),
