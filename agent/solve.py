@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+import traceback
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import asdict, dataclass, field, replace
@@ -20,8 +21,10 @@ from agent.candidate import AttemptRecord, EngineeringRun, json_number
 from agent.engine.dataset import Dataset, DatasetError
 from agent.engine.executors import LOCAL, make_executor
 from agent.engine.fit import check_folds
-from agent.engine.sandbox import DEFAULT_MEMORY_LIMIT, Limits
-from agent.engine.spec import ValidationSpec
+from agent.engine.sandbox import DEFAULT_MEMORY_LIMIT, Limits, error_tail
+from agent.engine.screening import screen_wide_table
+from agent.engine.spec import SolutionSpec, ValidationSpec
+from agent.engine.trainers import trainer_registry
 from agent.evaluator import DEFAULT_CANDIDATE_TIME_LIMIT
 from agent.knowledge.proposer import KnowledgeTreeProposer
 from agent.llm.coder import FreeCoder
@@ -30,15 +33,21 @@ from agent.memory.recorder import MemorySession
 from agent.memory.store import MemoryStore
 from agent.outputs.report import write_report
 from agent.outputs.run_folder import (
+    SOLUTION_FILE,
+    SUBMISSION_FILE,
+    AnytimeSubmission,
+    SubmissionError,
     open_trace,
+    submission_table,
     trace_line,
+    write_atomically,
     write_run_record,
     write_solution,
     write_submission,
     write_trace_line,
 )
-from agent.search.builtin import BuiltinTreeProposer
-from agent.search.journal import Journal, Node
+from agent.search.builtin import DRAFT_FAMILIES, BuiltinTreeProposer
+from agent.search.journal import VALID, Journal, Node
 from agent.search.policy import SearchSettings
 from agent.search.protocols import TreeProposer
 from agent.search.tree import FOLD_AVERAGE, TreeSearch
@@ -47,9 +56,10 @@ from agent.verify.verifier import natural
 from kb.config import resolve_home
 from kb.llm import LLMClient
 from kb.store import KnowledgeBase
-from retrieval.profile import TaskProfile
+from retrieval.profile import SAMPLE_SUBMISSION_FILE, TaskProfile
 
 FREE_CODE_DIR = "free_code"  # the run folder's folder for free code (the LLM's scripts and their inputs)
+ERROR_FILE = "error.log"  # the traceback of an error that stopped the search (its anytime submission stays)
 
 
 class KnowledgeBaseMissing(ValueError):
@@ -72,6 +82,9 @@ class SolveSettings:
     executor: str = LOCAL
     ray_address: str | None = None
     workers: int | None = None
+    # The model families the search drafts, in order (default: agent.search.builtin.DRAFT_FAMILIES), as FLAML's
+    # estimator_list narrows its search.
+    models: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -126,9 +139,10 @@ def solve_task(
     seed_loop = proposer is not None and isinstance(proposer, CandidateProposer)
     if proposer is None and settings.use_kb:
         base = open_knowledge(kb_home, kb, chroma_url)
-        proposer = KnowledgeTreeProposer(base, trick_prob=search_settings.trick_prob)
+        proposer = KnowledgeTreeProposer(base, trick_prob=search_settings.trick_prob,
+                                         families=settings.models or DRAFT_FAMILIES)
     elif proposer is None:
-        proposer = BuiltinTreeProposer()
+        proposer = BuiltinTreeProposer(families=settings.models or DRAFT_FAMILIES)
     node_seconds = search_settings.time_budget * search_settings.node_share \
         if search_settings.time_budget is not None else None
     session = MemorySession(memory, profile, proposer, reuse_own=reuse_own_memory, node_seconds=node_seconds) \
@@ -137,10 +151,13 @@ def solve_task(
     try:
         dataset = Dataset.from_profile(profile)
         check_folds(dataset, settings.cv)  # before the run folder exists, so a too-small table leaves nothing behind
+        dataset, screening = screen_wide_table(dataset, search_settings.seed)
+        check_submission_writer(dataset)  # a shape the writer cannot handle is found now, not after the budget
     except DatasetError as error:
         if memory is not None:  # the case library remembers a task that could not be set up
             memory.write_setup_failure(profile.task_dir, str(error), name=profile.name, target=profile.target)
         raise
+    notes: list[str] = [screening.note] if screening is not None else []
     if settings.llm is not None and not seed_loop:
         proposer = _llm_proposer(settings, proposer, dataset, out_dir, started)
     if not seed_loop:  # before the run folder exists, so a Ray cluster that cannot be reached leaves nothing behind
@@ -148,7 +165,8 @@ def solve_task(
         settings = replace(settings, workers=executor.workers)  # run.json records how many nodes ran at once
     if session is not None:
         session.start()
-    journal, final_fit = None, None
+    journal, final_fit, failure = None, None, ""
+    anytime = AnytimeSubmission(out_dir, dataset, trainer_registry(), search_settings.seed)
     with open_trace(out_dir) as trace:
 
         def record(attempt: AttemptRecord) -> None:
@@ -175,6 +193,7 @@ def solve_task(
             )
             run, trainers = automl.solve(dataset), automl.trainers
         else:
+            journal = Journal()
             with closing(executor):
                 if search_settings.time_budget is not None:  # loading the data, joining Ray and leaving it come out
                     spent = time.time() - started + executor.close_seconds
@@ -183,23 +202,73 @@ def solve_task(
                 search = TreeSearch(proposer, search_settings, cv=settings.cv,
                                     candidate_time_limit=settings.candidate_time_limit,
                                     memory_limit=settings.memory_limit, on_node=record_node,
+                                    on_best=lambda node, prediction: anytime.offer(node, prediction, node.id + 1),
                                     script_dir=out_dir / FREE_CODE_DIR, executor=executor)
-                result = search.run(profile, dataset)
-            run, journal, trainers, final_fit = result.run, result.journal, result.trainers, result.final_fit
+                trainers = search.trainers
+                try:
+                    result = search.run(profile, dataset, journal)
+                    run, final_fit = result.run, result.final_fit
+                except Exception as error:  # noqa: BLE001 - whatever broke, the run keeps its anytime submission
+                    failure = f"{type(error).__name__}: {error}"
+                    write_atomically(out_dir / ERROR_FILE, traceback.format_exc())
+                    run = _stopped_run(dataset, journal, failure)
 
-    notes: list[str] = []
-    submission_path = write_submission(out_dir, dataset, run)
-    if submission_path is None and run.refit_error:
-        notes.append(f"refitting the best candidate failed, so no submission was written: {run.refit_error}")
-    solution_path = write_solution(out_dir, dataset, run, journal, trainers, settings.search.seed,
-                                   fold_average=final_fit is not None and final_fit.how == FOLD_AVERAGE)
+    submission_path, final_written = None, False
+    if run.test_prediction is not None:
+        try:
+            submission_path, final_written = write_submission(out_dir, dataset, run.test_prediction), True
+            anytime.node = journal.best() if journal is not None else None
+            anytime.how = final_fit.how if final_fit is not None else "the best candidate refit on every row"
+        except SubmissionError as error:
+            notes.append(f"the final predictions make no valid submission ({error})")
+    elif run.refit_error:
+        notes.append(f"refitting the best candidate failed: {error_tail(run.refit_error, 1)}")
+    if not final_written and anytime.node is not None:
+        submission_path = out_dir / SUBMISSION_FILE
+        notes.append(f"submission.csv is node {anytime.node.id}'s: its CV fold models' test predictions averaged")
+    if submission_path is None:  # nothing verified: the checked trivial baseline, said loudly
+        submission_path = anytime.baseline()
+        notes.append("no node was verified within the budget: submission.csv holds the trivial baseline (class "
+                     "shares or the mean target), not a model")
+    if failure:
+        notes.append(f"the search stopped on an error ({failure}; traceback in {ERROR_FILE})")
+    if final_written:
+        solution_path = write_solution(out_dir, dataset, run, journal, trainers, settings.search.seed,
+                                       fold_average=final_fit is not None and final_fit.how == FOLD_AVERAGE)
+    else:  # the anytime submission's node's, when it could be rendered
+        solution_path = out_dir / SOLUTION_FILE if (out_dir / SOLUTION_FILE).is_file() else None
     if session is not None:
         session.finish(run, journal, solution_path)
     record = _run_record(profile, settings, dataset, run, journal, proposer, seed_loop, notes, started,
                          submission_path, solution_path)
     # How the submission was made: a refit on every row, or the CV fold models averaged (agent.search.tree).
-    write_run_record(out_dir, {**record, "final_fit": final_fit.to_dict() if final_fit is not None else None})
+    write_run_record(out_dir, {**record, "final_fit": final_fit.to_dict() if final_fit is not None else None,
+                               "submission": anytime.record(), "error": failure or None,
+                               "screening": screening.to_dict() if screening is not None else None})
     return SolveResult(out_dir, run, submission_path, solution_path, write_report(out_dir), tuple(notes), journal)
+
+
+def check_submission_writer(dataset: Dataset) -> None:
+    """DatasetError naming the file when the trivial baseline's predictions, written the way the final ones will be,
+    make no valid submission: a shape the writer cannot handle is found before the search, not after the budget."""
+    try:
+        submission_table(dataset, dataset.baseline_prediction())
+    except SubmissionError as error:
+        sample = dataset.task_dir / SAMPLE_SUBMISSION_FILE if dataset.task_dir is not None else None
+        where = sample if sample is not None and sample.is_file() else "the test set"
+        raise DatasetError(f"{where}: a submission in its shape cannot be written ({error}); fix it so that it lists "
+                           "test.csv's ids in one column and the predictions in the others") from error
+
+
+def _stopped_run(dataset: Dataset, journal: Journal, failure: str) -> EngineeringRun:
+    """The run as far as the journal got, for a search stopped by an error: its best verified node, no refit."""
+    best = journal.best()
+    verified = best is not None and best.status == VALID
+    return EngineeringRun(
+        attempts=(), best_candidate=best.candidate if verified else None,
+        best_score=best.score if verified else -math.inf, model=None, metric=dataset.metric,
+        baseline_score=math.nan, best_spec=SolutionSpec.from_dict(best.spec) if verified else None,
+        stop_reason=f"stopped by an error: {failure}")
 
 
 def _llm_proposer(settings: SolveSettings, offline: TreeProposer, dataset: Dataset, out_dir: Path,

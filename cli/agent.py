@@ -20,6 +20,7 @@ from agent.engine.sandbox import verbose_candidates
 from agent.engine.spec import SpecError
 from agent.outputs.report import SCREENSHOT_FILE, RunDirError, ScreenshotError, read_run, screenshot, write_report
 from agent.outputs.run_folder import RunFolderError
+from agent.search.builtin import DRAFT_FAMILIES
 from agent.search.journal import BUGGY, DEAD, EXPLORED, OVER_TIME, SAMPLE, VALID, Journal, Node
 from agent.search.policy import SearchSettings
 from agent.solve import KnowledgeBaseMissing, SolveSettings, default_out_dir, solve_task
@@ -78,6 +79,8 @@ def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
                    "usually ends the search first.")
 @click.option("--num-drafts", type=click.IntRange(min=1), default=SearchSettings.num_drafts, show_default=True,
               help="Initial drafts (different model families, or different tricks with --use-kb).")
+@click.option("--models", default=None, metavar="FAMILY,...",
+              help=f"Only these model families, drafted in this order (default: {','.join(DRAFT_FAMILIES)}).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed (runs are deterministic for it).")
 @click.option("--cv", type=click.IntRange(min=2), default=5, show_default=True, help="Cross-validation folds.")
 @click.option("--executor", type=click.Choice(EXECUTORS), default=LOCAL, show_default=True,
@@ -98,7 +101,7 @@ def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
                    "hidden by default.")
 @click.pass_context
 def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, use_memory, reuse_own_memory, llm,
-          llm_budget_usd, time_budget, steps, num_drafts, seed, cv, executor, ray_address, workers, out, as_json, quiet,
+          llm_budget_usd, time_budget, steps, num_drafts, models, seed, cv, executor, ray_address, workers, out, as_json, quiet,
           verbose):
     """Solve the competition task in TASK_DIR (train.csv, test.csv, description.md, sample_submission.csv).
 
@@ -116,11 +119,15 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, use_
         _fail(click.UsageError("--reuse-own-memory needs --memory"))
     if llm_budget_usd is not None and llm is None:
         _fail(click.UsageError("--llm-budget-usd needs --llm MODEL"))
+    families = tuple(name.strip() for name in models.split(",") if name.strip()) if models else None
+    unknown = [name for name in families or () if name not in DRAFT_FAMILIES]
+    if unknown or families == ():
+        _fail(click.UsageError(f"--models: {', '.join(unknown) or 'none given'}; choose from {', '.join(DRAFT_FAMILIES)}"))
     if not as_json:
         click.echo(_describe_setup(profile, ctx.obj["home"] if use_kb else None, llm, llm_budget_usd))
     settings = SolveSettings(SearchSettings(num_drafts=num_drafts, steps=steps, time_budget=time_budget, seed=seed),
                              use_kb=use_kb, cv=cv, llm=llm, llm_budget_usd=llm_budget_usd, executor=executor,
-                             ray_address=ray_address, workers=workers)
+                             ray_address=ray_address, workers=workers, models=families)
     out_dir = out or default_out_dir(profile)
     table = _node_table()
     live = Live(table, console=Console(stderr=True, quiet=quiet or as_json), refresh_per_second=4)
@@ -153,7 +160,7 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, use_
         click.echo(f"run folder: {result.out_dir} (report.html, trace.jsonl"
                    f"{', submission.csv, solution.py' if result.submission_path else ''})")
         click.echo(run.summary())
-    if result.submission_path is None:
+    if run.best_candidate is None:  # the submission is the trivial baseline (or the run is a seed loop's failure)
         sys.exit(1)
 
 
@@ -205,6 +212,7 @@ def _describe_setup(profile: TaskProfile, kb_home: Path | None, llm: str | None 
     ]
     if profile.positive_class is not None:
         lines.append(f"  positive  {profile.positive_class}  [{inferred.get('positive_class', '')}]")
+    lines += [f"warning: {warning}" for warning in profile.warnings]
     if kb_home is not None:
         lines.append(f"  knowledge base {kb_home} (drafts and improvements from retrieved tricks)")
     if llm is not None:

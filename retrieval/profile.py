@@ -8,6 +8,7 @@ For a binary task it also infers the positive class (whose probability a probabi
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import re
 from collections.abc import Iterable, Mapping
@@ -36,6 +37,11 @@ _FORECAST_WORDS = re.compile(r"\b(forecast\w*|time[- ]series|future (values|sale
 _TEXT_MIN_WORDS = 3.0
 _TEXT_MIN_UNIQUE_SHARE = 0.5
 _KIND_SAMPLE_ROWS = 500
+# Text encodings tried in order (UTF-8 with a byte-order mark is told by the mark): cp1252 is what a spreadsheet on
+# Windows saves; latin-1 decodes any bytes, so it is the last resort.
+_ENCODINGS = ("utf-8", "cp1252")
+_FALLBACK_ENCODING = "latin-1"
+_ENCODING_CHUNK = 1 << 20
 # Labels that mean "the event happened" when nothing says which class is positive.
 _CONVENTIONAL_POSITIVE = {"1", "1.0", "yes", "true", "y", "positive"}
 # How a description names the positive class; "{label}" is one label, maybe quoted. In priority order.
@@ -90,6 +96,11 @@ class TaskProfile:
     competition: str | None = None
     # Binary tasks: the label (as in train.csv) whose probability a submission holds; encoded as class 1. Else None.
     positive_class: Any = None
+    # Files read in another encoding than UTF-8: file name -> encoding (utf-8-sig, cp1252, latin-1).
+    encodings: Mapping[str, str] = field(default_factory=dict)
+    # What set-up had to work around, one line each: a file not in UTF-8, repeated test ids, train.csv columns that
+    # test.csv lacks (not learned from), rows without a target (left out).
+    warnings: tuple[str, ...] = ()
 
     @property
     def metric_info(self) -> MetricInfo:
@@ -105,6 +116,7 @@ class TaskProfile:
         fields = dataclasses.asdict(self)
         fields["task_dir"] = str(self.task_dir)
         fields["inferred"] = dict(self.inferred)
+        fields["encodings"] = dict(self.encodings)
         return fields
 
 
@@ -121,14 +133,16 @@ def profile_task(
     task_dir = Path(task_dir)
     if not task_dir.is_dir():
         raise TaskSetupError(f"{task_dir}: no such task folder; pass a folder holding {TRAIN_FILE} and {TEST_FILE}")
-    train = _read_csv(task_dir, TRAIN_FILE, required=True)
-    test = _read_csv(task_dir, TEST_FILE, required=True)
-    sample = _read_csv(task_dir, SAMPLE_SUBMISSION_FILE, required=False)
+    encodings: dict[str, str] = {}
+    train = _read_csv(task_dir, TRAIN_FILE, encodings, required=True)
+    test = _read_csv(task_dir, TEST_FILE, encodings, required=True)
+    sample = _read_csv(task_dir, SAMPLE_SUBMISSION_FILE, encodings, required=False)
     description_path = task_dir / DESCRIPTION_FILE
-    description = description_path.read_text(encoding="utf-8") if description_path.is_file() else ""
+    description = _read_text(description_path, encodings) if description_path.is_file() else ""
     inferred: dict[str, str] = {}
 
     target = _infer_target(task_dir, train, test, sample, target, inferred)
+    _check_target(task_dir / TRAIN_FILE, train[target])
     id_column = _infer_id_column(task_dir, train, test, sample, id_column, inferred)
     named_metric = _named_metric(task_dir, description, metric, inferred)
     task_type = infer_task_type(train[target], named_metric, inferred)
@@ -143,6 +157,9 @@ def profile_task(
             f"{task_dir / TRAIN_FILE}: target {target!r} looks like a {task_type} target but the metric "
             f"{named_metric.name} is for {'/'.join(sorted(named_metric.task_types))}; pass --metric or --target"
         )
+    warnings = [f"{name} is not valid UTF-8: read as {encoding}" for name, encoding in encodings.items()
+                if encoding not in ("utf-8", "utf-8-sig")]
+    warnings += _setup_warnings(train, test, target, id_column)
 
     positive = None
     if task_type == "binary":
@@ -153,7 +170,8 @@ def profile_task(
         raise TaskSetupError(f"positive class {positive_class!r} given, but target {target!r} is {task_type}, "
                              "not binary; omit --positive-class")
 
-    features = train.drop(columns=[target])
+    train = train[train[target].notna()]  # as runtime.load_task leaves them out
+    features = train[[name for name in train.columns if name != target and name in test.columns]]
     columns = tuple(describe_columns(features, id_column=id_column))
     files = tuple(sorted(str(path.relative_to(task_dir)) for path in task_dir.rglob("*") if path.is_file()))
     return TaskProfile(
@@ -175,6 +193,8 @@ def profile_task(
         submission_columns=tuple(sample.columns) if sample is not None else (),
         competition=competition,
         positive_class=positive,
+        encodings={name: encoding for name, encoding in encodings.items() if encoding != "utf-8"},
+        warnings=tuple(warnings),
     )
 
 
@@ -321,20 +341,76 @@ def class_balance(target: pd.Series) -> float:
     return float(target.value_counts(normalize=True).min())
 
 
-def _read_csv(task_dir: Path, file_name: str, *, required: bool) -> pd.DataFrame | None:
+def detect_encoding(path: Path) -> str:
+    """The encoding a text file is in: utf-8-sig when it starts with UTF-8's byte-order mark, else the first of
+    _ENCODINGS that decodes every byte, else latin-1 (which decodes anything)."""
+    with open(path, "rb") as handle:
+        if handle.read(len(codecs.BOM_UTF8)) == codecs.BOM_UTF8:
+            return "utf-8-sig"
+    for encoding in _ENCODINGS:
+        decoder = codecs.getincrementaldecoder(encoding)()
+        try:
+            with open(path, "rb") as handle:  # in chunks, so a large CSV is never held twice
+                while chunk := handle.read(_ENCODING_CHUNK):
+                    decoder.decode(chunk)
+            decoder.decode(b"", final=True)
+            return encoding
+        except UnicodeDecodeError:
+            continue
+    return _FALLBACK_ENCODING
+
+
+def _read_text(path: Path, encodings: dict[str, str]) -> str:
+    encodings[path.name] = encoding = detect_encoding(path)
+    return path.read_text(encoding=encoding)
+
+
+def _read_csv(task_dir: Path, file_name: str, encodings: dict[str, str], *, required: bool) -> pd.DataFrame | None:
     path = task_dir / file_name
     if not path.is_file():
         if required:
             present = ", ".join(sorted(p.name for p in task_dir.iterdir())) or "nothing"
             raise TaskSetupError(f"{path}: missing (the folder holds {present}); a task needs {TRAIN_FILE} and {TEST_FILE}")
         return None
+    encodings[file_name] = encoding = detect_encoding(path)
     try:
-        frame = pd.read_csv(path)
+        frame = pd.read_csv(path, encoding=encoding)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
         raise TaskSetupError(f"{path}: not a readable CSV file ({error}); fix or replace it") from error
     if required and frame.empty:
         raise TaskSetupError(f"{path}: has no rows; a task needs rows to learn from and to predict")
     return frame
+
+
+def _check_target(path: Path, target: pd.Series) -> None:
+    """TaskSetupError naming the fix for a target with nothing to learn: empty in every row, or one value."""
+    present = target.dropna()
+    if present.empty:
+        raise TaskSetupError(f"{path}: target {target.name!r} is empty in every row; pass --target naming the "
+                             "column to predict")
+    if present.nunique() < 2:
+        raise TaskSetupError(f"{path}: target {target.name!r} has one value ({_python_scalar(present.iloc[0])!r}) in all "
+                             f"{len(present)} rows with a target, so there is nothing to learn; check --target or the "
+                             "data")
+
+
+def _setup_warnings(train: pd.DataFrame, test: pd.DataFrame, target: str, id_column: str | None) -> list[str]:
+    """What set-up works around, in words: rows without a target, train.csv columns that test.csv lacks, repeated
+    test ids."""
+    warnings = []
+    unlabelled = int(train[target].isna().sum())
+    if unlabelled:
+        warnings.append(f"{TRAIN_FILE}: {unlabelled} rows have no {target!r}; they are left out of training")
+    lacking = [str(name) for name in train.columns if name != target and name not in test.columns]
+    if lacking:
+        shown = ", ".join(repr(name) for name in lacking[:5]) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
+        warnings.append(f"{TEST_FILE} lacks {TRAIN_FILE}'s column{'s' if len(lacking) > 1 else ''} {shown}: dropped "
+                        "from training, as the test rows cannot be predicted from it; add it to test.csv to use it")
+    if id_column is not None and id_column in test.columns and not test[id_column].is_unique:
+        repeated = int(test[id_column].duplicated(keep=False).sum())
+        warnings.append(f"{TEST_FILE}: {repeated} rows share an id in column {id_column!r}; the submission has one "
+                        "row per test row, in test order")
+    return warnings
 
 
 def _infer_target(task_dir, train, test, sample, target, inferred) -> str:

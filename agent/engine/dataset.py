@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ class Dataset:
     sample_submission: pd.DataFrame | None = None
     task_dir: Path | None = None
     ignored_files: tuple[str, ...] = ()  # task files that no solution reads
+    encodings: Mapping[str, str] = field(default_factory=dict)  # task files not in UTF-8 -> their encoding
 
     @property
     def metric_info(self) -> MetricInfo:
@@ -121,7 +123,9 @@ class Dataset:
         if profile.task_type not in (*CLASSIFICATION, "regression"):
             raise DatasetError(f"{profile.task_dir / TRAIN_FILE}: target {profile.target!r} gives task type "
                                f"{profile.task_type}; pass --target naming a class or numeric column")
-        X, y_raw, X_test, test_ids, sample = runtime.load_task(profile.task_dir, profile.target, profile.id_column)
+        X, y_raw, X_test, test_ids, sample = runtime.load_task(
+            profile.task_dir, profile.target, profile.id_column, [column.name for column in profile.columns],
+            profile.encodings)
         positive = profile.positive_class if profile.task_type == "binary" else None
         y, classes = runtime.encode_target(y_raw, profile.task_type in CLASSIFICATION, positive)
         present = set(X.columns)
@@ -132,4 +136,29 @@ class Dataset:
             sample_submission=sample,
             task_dir=profile.task_dir,
             ignored_files=tuple(name for name in profile.files if name not in _FILES_EVERY_SOLUTION_READS),
+            encodings=dict(profile.encodings),
         )
+
+    def with_features(self, names: Sequence[str]) -> Dataset:
+        """The dataset learning from `names` only (in that order): a wide table's screened columns."""
+        names = list(names)
+        kept = set(names)
+        return replace(self, X=self.X[names], X_test=self.X_test[names] if self.X_test is not None else None,
+                       columns=tuple(column for column in self.columns if column.name in kept))
+
+    def baseline_prediction(self) -> Any:
+        """The trivial model's test predictions, in the shape a model's are: the training class shares for every
+        row (or the most frequent class's code when the metric scores labels), or the mean target."""
+        rows = len(self.X_test) if self.X_test is not None else 0
+        if not self.classification:
+            return np.full(rows, float(np.mean(self.y)))
+        shares = np.bincount(np.asarray(self.y, dtype=int), minlength=len(self.classes)) / len(self.y)
+        if not self.metric_info.needs_proba:
+            return np.full(rows, int(np.argmax(shares)))
+        return np.tile(shares, (rows, 1))
+
+    def submission_problems(self, submission: pd.DataFrame) -> list[str]:
+        """What makes `submission` invalid against sample_submission.csv (runtime.submission_problems)."""
+        return runtime.submission_problems(submission, self.sample_submission, id_column=self.id_column,
+                                           classes=self.classes, needs_proba=self.metric_info.needs_proba,
+                                           test_rows=len(self.X_test) if self.X_test is not None else 0)

@@ -24,6 +24,7 @@ from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.trainers import Trainer, trainers_of
 from agent.memory.proposer import TrickAdvice
 from agent.search.builtin import (
+    DRAFT_FAMILIES,
     BuiltinTreeProposer,
     describe_score,
     drafted_families,
@@ -67,14 +68,14 @@ class KnowledgeTreeProposer:
     """Drafts and improvements composed from the tricks retrieved for the task (see the module docstring)."""
 
     def __init__(self, kb, trainers: Mapping[str, Trainer] | None = None, *, trick_prob: float = 0.5, k: int = 40,
-                 retrieved: Sequence[Any] | None = None):
+                 retrieved: Sequence[Any] | None = None, families: Sequence[str] = DRAFT_FAMILIES):
         from agent.knowledge import (
             recipes,  # the executable recipe catalogue; imported here, when knowledge is asked for
         )
 
         self.recipes = recipes
         self.kb = kb
-        self.builtin = BuiltinTreeProposer(trainers)
+        self.builtin = BuiltinTreeProposer(trainers, families)
         self.trainers = self.builtin.trainers
         self.trick_prob = trick_prob
         self.k = k

@@ -32,7 +32,8 @@ def build_model():
 def main(argv):
     task_dir = Path(argv[1]) if len(argv) > 1 else Path(TASK["task_dir"])
     out_path = Path(argv[2]) if len(argv) > 2 else Path("submission.csv")
-    X, y_raw, X_test, test_ids, sample = load_task(task_dir, TASK["target"], TASK["id_column"])
+    X, y_raw, X_test, test_ids, sample = load_task(task_dir, TASK["target"], TASK["id_column"], TASK["features"],
+                                                   TASK["encodings"])
     y, classes = encode_target(y_raw, TASK["classification"], TASK["positive_class"])
     folds = cross_fit(build_model(), X, y, needs_proba=TASK["needs_proba"], classification=TASK["classification"],
                       n_splits=TASK["n_splits"], seed=TASK["seed"],
@@ -77,6 +78,8 @@ def render_solution(
         "task_dir": str(Path(dataset.task_dir).resolve()),
         "target": dataset.target,
         "id_column": dataset.id_column,
+        "features": [str(name) for name in dataset.X.columns],  # the columns learned from (a wide table's screened)
+        "encodings": dict(dataset.encodings),  # task files not in UTF-8
         "metric": dataset.metric,
         "needs_proba": dataset.metric_info.needs_proba,
         "classification": dataset.classification,

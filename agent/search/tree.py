@@ -185,6 +185,7 @@ class TreeSearch:
         candidate_time_limit: float = DEFAULT_CANDIDATE_TIME_LIMIT,
         memory_limit: int | None = DEFAULT_MEMORY_LIMIT,
         on_node: Callable[[Node, AttemptRecord], None] | None = None,
+        on_best: Callable[[Node, Any], None] | None = None,
         script_dir: Path | None = None,
         executor: Executor | None = None,
     ):
@@ -197,6 +198,9 @@ class TreeSearch:
                                    executor=executor)
         self.verifier = verifier if verifier is not None else DeterministicVerifier()
         self.on_node = on_node
+        # Called with each node that becomes the best scored on every row, and its CV fold models' averaged test
+        # predictions (a submission that needs no refit), so that the caller can keep a submission on disk.
+        self.on_best = on_best
         self.script_dir = script_dir  # free-code nodes run in script_dir/node-<id> (a temporary folder if None)
         self.script_runs: dict[int, Any] = {}  # free-code node id -> its agent.engine.free_code.ScriptRun
 
@@ -221,6 +225,7 @@ class TreeSearch:
         evidence_of: dict[int, Evidence] = {}  # verified node id -> its evidence: refit estimates, test predictions
         stop_reason, search_steps = "", 0
         policy = self.policy
+        standing = [-math.inf]  # the score of the last node handed to on_best
 
         def record(node: Node, attempt: AttemptRecord) -> None:
             attempts.append(attempt)
@@ -233,6 +238,14 @@ class TreeSearch:
                 evidence_of[node.id] = attempt.evidence
             if self.on_node is not None:
                 self.on_node(node, attempt)
+            if self.on_best is not None and node.status == VALID and node.score > standing[0]:
+                prediction = fold_average(SolutionSpec.from_dict(node.spec),
+                                          [getattr(evidence_of.get(i), "test_prediction", None)
+                                           for i in node.members or (node.id,)],
+                                          dataset.classification)
+                if prediction is not None:
+                    standing[0] = node.score
+                    self.on_best(node, prediction)
 
         workers = self.evaluator.executor.workers
         while not stop_reason:

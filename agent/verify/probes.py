@@ -44,6 +44,8 @@ from agent.verify.findings import (
 _FIT_ROWS = 1000
 _PROBE_ROWS = 200
 _USAGE_PROBE_ROWS = 50
+# The ignored-column probe transforms columns x rows copies of the probe's rows: at most this many values.
+_USAGE_PROBE_CELLS = 20_000_000
 _TARGET_COPY_CORRELATION = 0.999
 
 
@@ -111,51 +113,78 @@ def _ignored_columns(preprocessing: Pipeline, probe: pd.DataFrame, expected: pd.
     """Columns whose values can change without changing what the model receives.
 
     One transform of stacked copies of the probe, copy i with column i perturbed: transforms act row
-    by row, so each copy's output can be compared with the unperturbed output on its own."""
-    rows = probe.iloc[:_USAGE_PROBE_ROWS]
-    baseline = _dense(expected).iloc[:_USAGE_PROBE_ROWS]
-    copies = []
-    for name in rows.columns:
-        changed = rows.copy()
-        changed[name] = _perturbed(rows[[name]])[name]
-        copies.append(changed)
-    try:
-        output = _dense(preprocessing.transform(pd.concat(copies, ignore_index=True)))
-    except (ValueError, TypeError):  # perturbed values upset a step: fall back to no finding rather than a guess
-        return ()
-    return tuple(
-        Finding(IGNORED_COLUMN, column=str(name), message=f"ignores column {str(name)!r}")
-        for index, name in enumerate(rows.columns)
-        if _same(output.iloc[index * len(rows):(index + 1) * len(rows)], baseline)
-    )
+    by row, so each copy's output can be compared with the unperturbed output on its own. The copies hold
+    columns x columns x rows values, so a wide table is probed on fewer rows (at least 2), its columns a batch
+    of copies at a time."""
+    n_columns = len(probe.columns)
+    n_rows = int(min(_USAGE_PROBE_ROWS, max(2, _USAGE_PROBE_CELLS // max(n_columns * n_columns, 1))))
+    rows = probe.iloc[:n_rows]
+    baseline = _dense(expected).iloc[:n_rows]
+    perturbed = _perturbed(rows)
+    batch = max(1, _USAGE_PROBE_CELLS // (n_columns * n_rows))
+    ignored = []
+    for first in range(0, n_columns, batch):
+        changed = list(rows.columns[first:first + batch])
+        stacked = {}
+        for name in rows.columns:  # column by column: concatenating one frame per copy is quadratic in pandas
+            values = np.tile(rows[name].to_numpy(dtype=object), len(changed))
+            if name in changed:
+                at = changed.index(name) * n_rows
+                values[at:at + n_rows] = perturbed[name].to_numpy(dtype=object)
+            stacked[name] = pd.Series(values).infer_objects()
+        try:
+            output = _dense(preprocessing.transform(runtime.normalise_frame(pd.DataFrame(stacked))))
+        except (ValueError, TypeError):  # perturbed values upset a step: no finding rather than a guess
+            return ()
+        try:  # numerically, converted once: a slice at a time is slow for pandas' extension arrays
+            values, expected_values = output.to_numpy(dtype=float), baseline.to_numpy(dtype=float)
+            same = [output.shape[1] == baseline.shape[1] and np.allclose(
+                values[index * n_rows:(index + 1) * n_rows], expected_values, equal_nan=True)
+                for index in range(len(changed))]
+        except (ValueError, TypeError):  # non-numeric output: compare values as they are
+            same = [_same(output.iloc[index * n_rows:(index + 1) * n_rows], baseline) for index in range(len(changed))]
+        ignored += [name for name, unchanged in zip(changed, same) if unchanged]
+    return tuple(Finding(IGNORED_COLUMN, column=str(name), message=f"ignores column {str(name)!r}")
+                 for name in ignored)
 
 
 def _target_copies(dataset: Dataset) -> list[Finding]:
     if dataset.task_type == "multiclass":
         return []
     target = pd.Series(dataset.y, index=dataset.X.index, dtype=float)
-    copies = []
-    for name in dataset.X.select_dtypes("number").columns:
-        # Rank correlation: any monotone transform of the target (log, scaling) carries all of it.
-        correlation = dataset.X[name].corr(target, method="spearman")
-        if abs(correlation) >= _TARGET_COPY_CORRELATION:
-            copies.append(Finding(TARGET_COPY, column=str(name), message=(
+    numeric = dataset.X.select_dtypes("number")
+    # Rank correlation: any monotone transform of the target (log, scaling) carries all of it. Complete columns at
+    # once, as the Pearson correlation of ranks: one call per column took seconds in every node of a wide table.
+    has_missing = numeric.isna().any().to_numpy()
+    complete = list(numeric.columns[~has_missing])
+    correlations = {name: numeric[name].corr(target, method="spearman") for name in numeric.columns[has_missing]}
+    if len(complete) and len(target) > 1:
+        ranks = numeric[complete].rank().to_numpy(dtype=float, copy=True)
+        ranks -= ranks.mean(axis=0)
+        target_ranks = target.rank().to_numpy(dtype=float, copy=True)
+        target_ranks -= target_ranks.mean()
+        with np.errstate(invalid="ignore", divide="ignore"):  # a constant column has no correlation (NaN)
+            values = ranks.T @ target_ranks / (np.linalg.norm(ranks, axis=0) * np.linalg.norm(target_ranks))
+        correlations.update(zip(complete, values))
+    correlations = pd.Series(correlations, dtype=float)
+    return [Finding(TARGET_COPY, column=str(name), message=(
                 f"column {name!r} is a near-copy of the target (rank correlation {correlation:+.3f}): "
-                "check that it is known when predicting")))
-    return copies
+                "check that it is known when predicting"))
+            for name, correlation in correlations.items() if abs(correlation) >= _TARGET_COPY_CORRELATION]
 
 
 def _perturbed(frame: pd.DataFrame) -> pd.DataFrame:
     """The same rows with every value (missing ones too) changed and every column's statistics moved."""
     changed = frame.copy()
-    for name in changed.columns:
-        values = changed[name]
-        if pd.api.types.is_bool_dtype(values):
-            changed[name] = ~values
-        elif pd.api.types.is_numeric_dtype(values):
-            changed[name] = (values * 3 + 7).fillna(7)
-        else:
-            changed[name] = values.map(lambda value: f"perturbed {value}")
+    flags = [name for name in changed.columns if pd.api.types.is_bool_dtype(changed[name])]
+    numbers = [name for name in changed.select_dtypes("number").columns if name not in flags]
+    others = [name for name in changed.columns if name not in flags and name not in numbers]
+    if numbers:  # all numeric columns at once: a wide table has thousands
+        changed[numbers] = (changed[numbers] * 3 + 7).fillna(7)
+    for name in flags:
+        changed[name] = ~changed[name]
+    for name in others:
+        changed[name] = changed[name].map(lambda value: f"perturbed {value}")
     return changed
 
 

@@ -10,7 +10,7 @@ This package's namespace is also what rendered model and step source is evaluate
 imports every module's public names.
 """
 
-from . import columns, cv, encoders, estimators, features, metrics, stacking, targets, taskio, text, wrappers
+from . import columns, cv, encoders, estimators, features, metrics, shapes, stacking, targets, taskio, text, wrappers
 from .columns import (
     CATEGORICAL,
     NUMERIC,
@@ -43,9 +43,18 @@ from .features import (
     coordinate_column,
 )
 from .metrics import METRIC_FUNCTIONS, class_log_loss, f1, predict_for_metric, rmse, rmsle, roc_auc
+from .shapes import as_predictions, as_probabilities
 from .stacking import LINKS, LinearStack, apply_link, combine
 from .targets import shifted_exp, shifted_log
-from .taskio import encode_target, load_task, normalise_frame, read_table, submission_frame
+from .taskio import (
+    encode_target,
+    load_task,
+    normalise_frame,
+    read_table,
+    submission_frame,
+    submission_problems,
+    written_labels,
+)
 from .text import TextStats, TfidfSvd, TfidfText
 from .wrappers import (
     BOOSTING_LIBRARIES,
@@ -58,4 +67,4 @@ from .wrappers import (
 )
 
 # The order solution.py concatenates the modules in: each may use only the names of the modules before it.
-MODULE_ORDER = (estimators, columns, encoders, features, text, wrappers, stacking, targets, metrics, cv, taskio)
+MODULE_ORDER = (shapes, estimators, columns, encoders, features, text, wrappers, stacking, targets, metrics, cv, taskio)

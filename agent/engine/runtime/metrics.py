@@ -20,6 +20,8 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
+from .shapes import as_predictions, as_probabilities
+
 
 def rmse(y_true, y_pred):
     return float(np.sqrt(mean_squared_error(y_true, y_pred)))
@@ -62,13 +64,8 @@ METRIC_FUNCTIONS = {
 
 
 def predict_for_metric(model, X, needs_proba, n_classes=None):
-    """What the metric scores: class probabilities (all classes, even ones a fold lacked) or predictions."""
+    """What the metric scores, in one shape whatever the library: class probabilities as an (n, k) matrix (all
+    classes, even ones a fold lacked, in class-code order) or predictions as a 1-D array."""
     if not needs_proba:
-        return np.asarray(model.predict(X))
-    proba = np.asarray(model.predict_proba(X), dtype=float)
-    proba = proba / proba.sum(axis=1, keepdims=True)  # float32 outputs (XGBoost) sum to 1 only roughly
-    if n_classes is not None and proba.shape[1] != n_classes:
-        full = np.zeros((len(proba), n_classes))
-        full[:, np.asarray(model.classes_, dtype=int)] = proba
-        proba = full
-    return proba
+        return as_predictions(model.predict(X))
+    return as_probabilities(model.predict_proba(X), getattr(model, "classes_", None), n_classes)

@@ -4,6 +4,7 @@ import numpy as np
 from scipy.stats import rankdata
 from sklearn.base import clone
 
+from .shapes import as_predictions, as_probabilities
 from .wrappers import Wrapper
 
 LINKS = ("identity", "log1p", "logit", "rank")
@@ -62,7 +63,8 @@ class LinearStack(Wrapper):
 
     def _combined(self, X):
         classification = hasattr(self, "classes_")
-        values = [member.predict_proba(X)[:, 1] if classification else member.predict(X) for member in self.estimators_]
+        values = [as_probabilities(member.predict_proba(X))[:, 1] if classification else as_predictions(member.predict(X))
+                  for member in self.estimators_]
         return combine(np.stack(values), self.weights, self.intercept, self.link, classification=classification)
 
     def predict_proba(self, X):

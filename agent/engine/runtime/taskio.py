@@ -5,6 +5,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .shapes import as_predictions, as_probabilities
+
 
 def normalise_frame(frame):
     """Every non-numeric column as Python objects with NaN for missing, whatever the pandas version."""
@@ -16,8 +18,9 @@ def normalise_frame(frame):
     return frame
 
 
-def read_table(path):
-    return normalise_frame(pd.read_csv(path))
+def read_table(path, encoding=None):
+    """A CSV file as a normalised frame; `encoding` as task set-up detected it (None: UTF-8)."""
+    return normalise_frame(pd.read_csv(path, encoding=encoding or "utf-8"))
 
 
 def encode_target(values, classification, positive=None):
@@ -35,14 +38,19 @@ def encode_target(values, classification, positive=None):
     return codes, classes
 
 
-def load_task(task_dir, target, id_column):
-    """Training features, raw target, test features, test ids (None without an id column) and the sample submission."""
-    task_dir = Path(task_dir)
-    train = read_table(task_dir / "train.csv")
-    test = read_table(task_dir / "test.csv")
+def load_task(task_dir, target, id_column, features=None, encodings=None):
+    """Training features, raw target, test features, test ids (None without an id column) and the sample submission.
+    `features`: the columns to learn from (default: every train.csv column test.csv has too, but the target);
+    `encodings`: file name -> text encoding, for files that are not UTF-8."""
+    task_dir, encodings = Path(task_dir), encodings or {}
+    train = read_table(task_dir / "train.csv", encodings.get("train.csv"))
+    test = read_table(task_dir / "test.csv", encodings.get("test.csv"))
     sample_path = task_dir / "sample_submission.csv"
-    sample = read_table(sample_path) if sample_path.is_file() else None
-    features = [name for name in train.columns if name != target and name in test.columns]
+    sample = read_table(sample_path, encodings.get("sample_submission.csv")) if sample_path.is_file() else None
+    if features is None:
+        features = [name for name in train.columns if name != target and name in test.columns]
+    features = list(features)
+    train = train[train[target].notna()].reset_index(drop=True)  # a row without a target teaches nothing
     test_ids = test[id_column] if id_column is not None else None
     return train[features], train[target], test[features], test_ids, sample
 
@@ -51,24 +59,27 @@ def submission_frame(prediction, *, test_ids, id_column, target, classes, needs_
     """The submission: the sample's ids, order and columns when there is a sample, else id + target."""
     single_output = sample is not None and len(sample.columns) == (2 if id_column is not None else 1)
     target = sample.columns[-1] if single_output else target
+    classes = written_labels(classes)
     if classes is not None and needs_proba:
         # Columns named after classes get their class's probability, in the sample's order; a single binary
         # column gets the positive class's (code 1, last); else the most probable label.
-        proba = np.asarray(prediction)
+        proba = as_probabilities(prediction)
         by_class = {str(label): proba[:, index] for index, label in enumerate(classes)}
         outputs = [] if sample is None else [str(name) for name in sample.columns if name != id_column]
         class_columns = bool(outputs) and set(outputs) <= set(by_class)
         values = by_class if class_columns else {target: proba[:, -1] if proba.shape[1] == 2 else classes[proba.argmax(1)]}
     elif classes is not None:
-        values = {target: classes[np.asarray(prediction, dtype=int)]}
+        values = {target: classes[as_predictions(prediction).astype(int)]}
     else:
-        values = {target: np.asarray(prediction, dtype=float)}
+        values = {target: as_predictions(prediction).astype(float)}
     predicted = pd.DataFrame(values)
     if id_column is not None:
         predicted.insert(0, id_column, np.asarray(test_ids))
     if sample is None:
         return predicted
-    if id_column is None:
+    if id_column is None or not pd.Series(np.asarray(test_ids)).is_unique:
+        # No ids, or ids repeated in test.csv: one row per test row, in test order (a merge on a repeated id would
+        # multiply rows), with the sample's ids where it lists test.csv's rows in the same order.
         if len(sample) != len(predicted):
             raise ValueError(f"sample_submission.csv has {len(sample)} rows but test.csv has {len(predicted)}")
         return predicted[list(sample.columns)]
@@ -76,3 +87,43 @@ def submission_frame(prediction, *, test_ids, id_column, target, classes, needs_
     if ordered.drop(columns=[id_column]).isna().to_numpy().any():
         raise ValueError(f"sample_submission.csv lists ids that test.csv lacks (column {id_column!r})")
     return ordered[list(sample.columns)]
+
+
+def written_labels(classes):
+    """Class labels as a submission writes them: float-coded classes that are whole numbers (1.0, 2.0, as pandas
+    reads an integer column with a gap) as integers."""
+    if classes is None:
+        return None
+    classes = np.asarray(classes)
+    if classes.dtype.kind == "f" and np.isfinite(classes).all() and (classes % 1 == 0).all():
+        return classes.astype(np.int64)
+    return classes
+
+
+def submission_problems(submission, sample, *, id_column, classes, needs_proba, test_rows):
+    """What makes `submission` invalid against the sample submission (or, without one, against test.csv's rows):
+    rows, ids and their order, column names, missing values, labels outside the training classes, probabilities
+    outside [0, 1]. An empty list when it is valid."""
+    problems = []
+    if len(submission) != (len(sample) if sample is not None else test_rows):
+        expected = f"sample_submission.csv's {len(sample)}" if sample is not None else f"test.csv's {test_rows}"
+        problems.append(f"{len(submission)} rows, not {expected}")
+    if sample is not None:
+        if list(submission.columns) != list(sample.columns):
+            problems.append(f"columns {list(submission.columns)}, not sample_submission.csv's {list(sample.columns)}")
+        elif id_column is not None and len(submission) == len(sample) and not (
+                submission[id_column].astype(str).to_numpy() == sample[id_column].astype(str).to_numpy()).all():
+            problems.append(f"ids in column {id_column!r} differ from sample_submission.csv's, or are in another order")
+    outputs = submission.drop(columns=[id_column]) if id_column in submission.columns else submission
+    if outputs.isna().to_numpy().any():
+        problems.append("missing values in " + ", ".join(str(name) for name in outputs.columns[outputs.isna().any()]))
+    elif classes is not None and needs_proba:
+        values = outputs.to_numpy(dtype=float)
+        if ((values < 0) | (values > 1)).any():
+            problems.append("probabilities outside [0, 1]")
+    elif classes is not None:
+        known = {str(label) for label in written_labels(classes)}
+        unknown = sorted({str(value) for value in outputs.to_numpy().ravel()} - known)
+        if unknown:
+            problems.append(f"labels {unknown[:5]} that are not training classes")
+    return problems

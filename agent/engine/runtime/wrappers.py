@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
+from .shapes import as_predictions, as_probabilities
+
 
 def _validation_keywords(validation):
     """`validation=` for an inner fit, only when there are validation rows (a refit has none)."""
@@ -200,9 +202,9 @@ class SeedBagged(Wrapper):
         return self
 
     def predict_proba(self, X):
-        return np.mean([member.predict_proba(X) for member in self.estimators_], axis=0)
+        return np.mean([as_probabilities(member.predict_proba(X)) for member in self.estimators_], axis=0)
 
     def predict(self, X):
         if hasattr(self, "classes_"):
             return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
-        return np.mean([member.predict(X) for member in self.estimators_], axis=0)
+        return np.mean([as_predictions(member.predict(X)) for member in self.estimators_], axis=0)
