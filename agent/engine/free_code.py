@@ -83,6 +83,7 @@ TEST_PREDICTIONS_FILE = "test_predictions.csv"
 ROW = "row"  # the key column of folds.csv and of both prediction files
 PREDICTION = "prediction"  # the prediction column when the metric does not score probabilities
 FREE_CODE_OFF = "free code is off"  # how an Outcome's error begins when the machine cannot isolate the script
+REFUSED_BEFORE_RUNNING = "refused before running"  # in the error of a script the static check refused
 
 # Leak probe results (ScriptRun.leak_probe).
 PROBE_OFF = "off"  # not run
@@ -232,6 +233,12 @@ def _call_problems(node: ast.Call, os_names: set[str]) -> list[tuple[int, str]]:
             return [(node.lineno, f"calls {function.id}(..., {name.value!r}): reaching a forbidden function by "
                                   "name is not allowed")]
     return []
+
+
+def is_refusal(error: str) -> bool:
+    """Whether a script's error is a refusal of what it tried: by the static check, the audit hook or the kernel
+    (a PermissionError)."""
+    return REFUSED_BEFORE_RUNNING in error or last_line(error).startswith("PermissionError")
 
 
 def write_inputs(dataset: Dataset, run_folder: Path, validation: ValidationSpec = _DEFAULT_VALIDATION,
@@ -391,7 +398,7 @@ def run_script(source: str, dataset: Dataset, run_folder: Path, limits: Limits,
     `limits`. Never raises for anything the script does; DatasetError when the dataset cannot fill the folds."""
     problems = check_script(source)
     if problems:
-        return ScriptRun("error", error=f"the script was refused before running: {'; '.join(problems)}")
+        return ScriptRun("error", error=f"the script was {REFUSED_BEFORE_RUNNING}: {'; '.join(problems)}")
     run_folder = Path(run_folder)
     folds = write_inputs(dataset, run_folder, validation)
     outcome = execute_script(source, run_folder, limits)
