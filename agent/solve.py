@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from agent.candidate import AttemptRecord, EngineeringRun, json_number
+from agent.engine import isolation
 from agent.engine.dataset import Dataset, DatasetError
 from agent.engine.executors import LOCAL, make_executor
 from agent.engine.fit import check_folds
+from agent.engine.isolation import allowing_unisolated_code
 from agent.engine.sandbox import DEFAULT_MEMORY_LIMIT, Limits, error_tail
 from agent.engine.screening import screen_wide_table
 from agent.engine.spec import SolutionSpec, ValidationSpec
@@ -77,6 +79,8 @@ class SolveSettings:
     memory_limit: int | None = DEFAULT_MEMORY_LIMIT
     llm: str | None = None  # an Anthropic model id: the LLM proposer plans each step, the offline one is its fallback
     llm_budget_usd: float | None = None  # no LLM calls once this much is spent (estimated from kb.llm.PRICES)
+    # Run the LLM's scripts where the OS offers no isolation (agent.engine.isolation), under the audit hook only.
+    allow_unisolated_code: bool = False
     # Where the tree search evaluates its nodes (agent.engine.executors): "local" or "ray" (the cluster at
     # `ray_address`), `workers` at once (default: 1 locally, the cluster's CPUs on Ray).
     executor: str = LOCAL
@@ -206,7 +210,8 @@ def solve_task(
                                     script_dir=out_dir / FREE_CODE_DIR, executor=executor)
                 trainers = search.trainers
                 try:
-                    result = search.run(profile, dataset, journal)
+                    with allowing_unisolated_code(settings.allow_unisolated_code):
+                        result = search.run(profile, dataset, journal)
                     run, final_fit = result.run, result.final_fit
                 except Exception as error:  # noqa: BLE001 - whatever broke, the run keeps its anytime submission
                     failure = f"{type(error).__name__}: {error}"
@@ -277,10 +282,23 @@ def _llm_proposer(settings: SolveSettings, offline: TreeProposer, dataset: Datas
     free_code/ (the tree search's nodes in node-<id>, the coder's step runs in plan-<n>)."""
     budget = settings.search.time_budget
     deadline = time.monotonic() + (budget - (time.time() - started)) if budget is not None else math.inf
+    client = LLMClient(settings.llm, budget_usd=settings.llm_budget_usd, deadline=deadline)
+    code_off = free_code_off(settings.allow_unisolated_code)
+    if code_off is not None:
+        return LLMProposer(client, offline, code_off=code_off)
     coder = FreeCoder(dataset, out_dir / FREE_CODE_DIR, Limits(settings.candidate_time_limit, settings.memory_limit),
                       ValidationSpec(n_splits=settings.search.folds_for(len(dataset.y), settings.cv),
                                      seed=settings.search.seed), deadline)
-    return LLMProposer(LLMClient(settings.llm, budget_usd=settings.llm_budget_usd), offline, coder=coder)
+    return LLMProposer(client, offline, coder=coder)
+
+
+def free_code_off(allow_unisolated: bool) -> str | None:
+    """Why the LLM may not write scripts on this machine (no OS isolation, and not allowed without), or None."""
+    found = isolation.probe()
+    if found.available or allow_unisolated:
+        return None
+    return f"free code is off: this machine offers no OS isolation ({found.why_not}); --allow-unisolated-code " \
+           "runs it under the audit hook only"
 
 
 def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset, run: EngineeringRun,

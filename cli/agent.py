@@ -13,6 +13,7 @@ from rich.live import Live
 from rich.table import Table
 
 from agent.candidate import AttemptRecord
+from agent.engine import isolation
 from agent.engine.compile import NotRenderableError
 from agent.engine.dataset import DatasetError
 from agent.engine.executors import EXECUTORS, LOCAL, ExecutorError
@@ -23,7 +24,7 @@ from agent.outputs.run_folder import RunFolderError
 from agent.search.builtin import DRAFT_FAMILIES
 from agent.search.journal import BUGGY, DEAD, EXPLORED, OVER_TIME, SAMPLE, VALID, Journal, Node
 from agent.search.policy import SearchSettings
-from agent.solve import KnowledgeBaseMissing, SolveSettings, default_out_dir, solve_task
+from agent.solve import KnowledgeBaseMissing, SolveSettings, default_out_dir, free_code_off, solve_task
 from cli.memory import memory_command, memory_store
 from cli.options import chroma_url_option, home_option
 from cli.pool import curriculum_command, solve_all_command
@@ -72,6 +73,10 @@ def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
                    "cannot answer falls back to the offline proposer.")
 @click.option("--llm-budget-usd", type=click.FloatRange(min=0), default=None, metavar="USD",
               help="With --llm: no more LLM calls once this much (estimated) is spent; the rest of the run is offline.")
+@click.option("--allow-unisolated-code", is_flag=True,
+              help="With --llm, on a machine without OS isolation (user namespaces and Landlock): let the LLM's "
+                   "scripts run anyway, under the audit hook and resource limits only. Without it, free code is off "
+                   "there and the run says so.")
 @click.option("--time-budget", type=click.FloatRange(min=1), default=900.0, show_default=True,
               help="Seconds for the whole solve.")
 @click.option("--steps", type=click.IntRange(min=0), default=SearchSettings.steps, show_default=True,
@@ -101,7 +106,8 @@ def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
                    "hidden by default.")
 @click.pass_context
 def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, use_memory, reuse_own_memory, llm,
-          llm_budget_usd, time_budget, steps, num_drafts, models, seed, cv, executor, ray_address, workers, out, as_json, quiet,
+          llm_budget_usd, allow_unisolated_code, time_budget, steps, num_drafts, models, seed, cv, executor, ray_address,
+          workers, out, as_json, quiet,
           verbose):
     """Solve the competition task in TASK_DIR (train.csv, test.csv, description.md, sample_submission.csv).
 
@@ -124,9 +130,11 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, use_
     if unknown or families == ():
         _fail(click.UsageError(f"--models: {', '.join(unknown) or 'none given'}; choose from {', '.join(DRAFT_FAMILIES)}"))
     if not as_json:
-        click.echo(_describe_setup(profile, ctx.obj["home"] if use_kb else None, llm, llm_budget_usd))
+        click.echo(_describe_setup(profile, ctx.obj["home"] if use_kb else None, llm, llm_budget_usd,
+                                   allow_unisolated_code))
     settings = SolveSettings(SearchSettings(num_drafts=num_drafts, steps=steps, time_budget=time_budget, seed=seed),
-                             use_kb=use_kb, cv=cv, llm=llm, llm_budget_usd=llm_budget_usd, executor=executor,
+                             use_kb=use_kb, cv=cv, llm=llm, llm_budget_usd=llm_budget_usd,
+                             allow_unisolated_code=allow_unisolated_code, executor=executor,
                              ray_address=ray_address, workers=workers, models=families)
     out_dir = out or default_out_dir(profile)
     table = _node_table()
@@ -201,7 +209,7 @@ def _describe_search(journal: Journal, stop_reason: str, final_fit: dict | None)
 
 
 def _describe_setup(profile: TaskProfile, kb_home: Path | None, llm: str | None = None,
-                    llm_budget_usd: float | None = None) -> str:
+                    llm_budget_usd: float | None = None, allow_unisolated_code: bool = False) -> str:
     inferred = profile.inferred
     lines = [
         f"task {profile.name}: {profile.task_type} ({profile.modality}), {profile.n_rows} rows x {profile.n_cols} columns",
@@ -218,6 +226,13 @@ def _describe_setup(profile: TaskProfile, kb_home: Path | None, llm: str | None 
     if llm is not None:
         budget = f", budget ${llm_budget_usd:g}" if llm_budget_usd is not None else ""
         lines.append(f"  LLM       {llm} (plans each step{budget}; the offline proposer when it cannot)")
+        found = isolation.probe()
+        if found.available:
+            lines.append(f"  free code isolated: {found.describe()}")
+        elif allow_unisolated_code:
+            lines.append(f"  free code NOT ISOLATED (--allow-unisolated-code): audit hook only; {found.why_not}")
+        else:
+            lines.append(f"  {free_code_off(False)}")
     return "\n".join(lines)
 
 
@@ -234,6 +249,8 @@ def _describe_llm(record: dict | None) -> str:
         line += f"; {record['fallbacks']} steps fell back to the offline proposer"
     if record["offline_since"]:
         line += f" (offline from then on: {record['offline_since']})"
+    if record["free_code_off"]:
+        line += f"; {record['free_code_off']}"
     return line
 
 

@@ -14,20 +14,32 @@ What it adds to the SDK, and nothing more:
     `PRICES_AS_OF`). A model without a price still counts its tokens; its cost is unknown (None).
   - **A budget.** With `budget_usd`, a call is refused (`LLMBudgetSpent`) once the run has spent it. A model
     without a known price is charged at the dearest known price for this check, so a budget always binds.
-  - **Failures.** The SDK retries 408/409/429/5xx (529 overloaded included) and timeouts with exponential backoff,
-    honouring `retry-after` (`max_retries`, `timeout`); what still fails is an `LLMUnavailable` for the caller to
-    fall back on. The anthropic client is built on the first call, so nothing needs a key until an LLM is asked.
+  - **Failures.** 408/409/429/5xx (529 overloaded included), lost connections and timeouts are retried with
+    exponential backoff, honouring `retry-after` (`max_retries`, `timeout`); what still fails is an
+    `LLMUnavailable` for the caller to fall back on. The anthropic client is built on the first call, so nothing
+    needs a key until an LLM is asked.
+  - **A deadline.** With `deadline` (a time.monotonic() value: the search's end), each request's timeout is the
+    smaller of `timeout` and the time left, and no request or retry starts with less than `MIN_CALL_SECONDS`
+    left: a hung or slow server costs the caller no time past its deadline. The retries are this module's, not
+    the SDK's (its client is built with max_retries=0), because the SDK's give each retry a full timeout of its
+    own and know no deadline.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import random
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 PRICES_AS_OF = "2026-11-23"
+MIN_CALL_SECONDS = 1.0  # a request is not started with less time than this before the deadline
+_RETRIED_STATUSES = (408, 409, 429)  # and every 5xx
+_BACKOFF_SECONDS, _MAX_BACKOFF_SECONDS, _MAX_RETRY_AFTER_SECONDS = 0.5, 8.0, 60.0  # as the anthropic SDK's
 
 
 @dataclass(frozen=True)
@@ -215,8 +227,9 @@ class LLMClient:
 
     model: str
     budget_usd: float | None = None
-    max_retries: int = 2  # the SDK's retries per call (with backoff, honouring retry-after)
-    timeout: float = 120.0  # seconds per request
+    max_retries: int = 2  # retries per call (with backoff, honouring retry-after)
+    timeout: float = 120.0  # seconds per request at most
+    deadline: float = math.inf  # time.monotonic() value after which no request starts (see the module docstring)
     max_tokens: int = 4096
     usage: Usage = field(default_factory=Usage, init=False)  # the run's, summed over every answered call
     _client: Any = field(default=None, init=False, repr=False)  # anthropic.Anthropic, built on the first call
@@ -263,21 +276,34 @@ class LLMClient:
                                  "so far); raise --llm-budget-usd for more calls")
         try:
             if self._client is None:
-                self._client = anthropic.Anthropic(max_retries=self.max_retries, timeout=self.timeout)
-            response = self._client.messages.create(model=self.model, max_tokens=max_tokens, system=system,
-                                                    messages=messages)
-        except anthropic.APIStatusError as error:
-            status = error.status_code
-            # Retryable statuses were retried by the SDK already; other client errors will not change this run.
-            permanent = 400 <= status < 500 and status not in (408, 409, 429)
-            raise LLMUnavailable(f"{self.model}: HTTP {status} ({_first_line(error)}) after "
-                                 f"{self.max_retries} retries", permanent=permanent) from None
-        except anthropic.APIConnectionError as error:  # APITimeoutError included
-            raise LLMUnavailable(f"{self.model}: {type(error).__name__} ({_first_line(error)}) after "
-                                 f"{self.max_retries} retries") from None
-        except (anthropic.AnthropicError, TypeError) as error:  # no credentials: the SDK raises TypeError
-            raise LLMUnavailable(f"{self.model}: {_first_line(error)}; set ANTHROPIC_API_KEY to use the LLM",
-                                 permanent=True) from None
+                self._client = anthropic.Anthropic(max_retries=0, timeout=self.timeout)
+        except anthropic.AnthropicError as error:  # no credentials
+            raise self._unusable(error) from None
+        for retry in range(self.max_retries + 1):
+            left = self.deadline - time.monotonic()
+            if left < MIN_CALL_SECONDS:
+                raise LLMUnavailable(f"{self.model}: no time left before the search's deadline"
+                                     + (f" for retry {retry}" if retry else ""))
+            try:
+                response = self._client.messages.create(
+                    model=self.model, max_tokens=max_tokens, system=system, messages=messages,
+                    timeout=min(self.timeout, left), extra_headers={"x-stainless-retry-count": str(retry)})
+                break
+            except anthropic.APIStatusError as error:
+                status = error.status_code
+                if status not in _RETRIED_STATUSES and status < 500:
+                    # A client error will not change this run.
+                    raise LLMUnavailable(f"{self.model}: HTTP {status} ({_first_line(error)})",
+                                         permanent=400 <= status < 500) from None
+                failure, wait = f"HTTP {status} ({_first_line(error)})", _retry_wait(error.response.headers, retry)
+            except anthropic.APIConnectionError as error:  # APITimeoutError included
+                failure, wait = f"{type(error).__name__} ({_first_line(error)})", _retry_wait({}, retry)
+            except (anthropic.AnthropicError, TypeError) as error:  # no credentials: the SDK raises TypeError
+                raise self._unusable(error) from None
+            if retry == self.max_retries or time.monotonic() + wait + MIN_CALL_SECONDS > self.deadline:
+                raise LLMUnavailable(f"{self.model}: {failure} after {retry} retries"
+                                     + ("" if retry == self.max_retries else ", no time left for another"))
+            time.sleep(wait)
         usage = Usage.of_call(response.usage, self.price)
         self.usage = self.usage + usage
         counts = (usage.input_tokens, usage.output_tokens, usage.cache_creation_input_tokens,
@@ -288,11 +314,28 @@ class LLMClient:
             raise LLMAnswerError(f"the answer was cut off at max_tokens={max_tokens}")
         return text, usage
 
+    def _unusable(self, error: BaseException) -> LLMUnavailable:
+        return LLMUnavailable(f"{self.model}: {_first_line(error)}; set ANTHROPIC_API_KEY to use the LLM",
+                              permanent=True)
+
     def record(self) -> dict[str, Any]:
         """The run's LLM section (run.json, ingest summaries): model, price, budget and usage."""
         price = self.price
         return {"model": self.model, "usage": self.usage.to_dict(), "budget_usd": self.budget_usd,
                 "price_usd_per_million_tokens": asdict(price) if price else None, "prices_as_of": PRICES_AS_OF}
+
+
+def _retry_wait(headers: Mapping[str, str], retry: int) -> float:
+    """Seconds before retry `retry + 1`: the server's retry-after (up to a minute), else exponential backoff with
+    jitter, as the anthropic SDK waits."""
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        try:
+            seconds = float(headers.get(name, "")) * scale
+        except ValueError:
+            continue
+        if 0 <= seconds <= _MAX_RETRY_AFTER_SECONDS:
+            return seconds
+    return min(_BACKOFF_SECONDS * 2**retry, _MAX_BACKOFF_SECONDS) * (1 - 0.25 * random.random())
 
 
 def _first_line(error: BaseException) -> str:

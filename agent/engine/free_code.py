@@ -69,6 +69,7 @@ import pandas as pd
 from agent.engine import confine, runtime
 from agent.engine.dataset import Dataset
 from agent.engine.fit import check_folds
+from agent.engine.isolation import Isolation, probe, unisolated_allowed
 from agent.engine.sandbox import Limits, Outcome, error_tail, last_line, shows_output
 from agent.engine.spec import ValidationSpec
 
@@ -81,6 +82,8 @@ OOF_FILE = "oof.csv"
 TEST_PREDICTIONS_FILE = "test_predictions.csv"
 ROW = "row"  # the key column of folds.csv and of both prediction files
 PREDICTION = "prediction"  # the prediction column when the metric does not score probabilities
+FREE_CODE_OFF = "free code is off"  # how an Outcome's error begins when the machine cannot isolate the script
+REFUSED_BEFORE_RUNNING = "refused before running"  # in the error of a script the static check refused
 
 # Leak probe results (ScriptRun.leak_probe).
 PROBE_OFF = "off"  # not run
@@ -108,16 +111,23 @@ after classes hold that class's probability; a column named {PREDICTION} holds a
 every random seed. Its own score is not used: the engine scores {OOF_FILE} itself."""
 
 _FORBIDDEN_MODULES = {
-    **dict.fromkeys(("socket", "ssl", "asyncio", "http", "urllib", "urllib3", "requests", "httpx", "aiohttp",
-                     "ftplib", "smtplib", "poplib", "imaplib", "nntplib", "telnetlib", "xmlrpc", "socketserver",
-                     "webbrowser", "anthropic", "openai"), "network access is not allowed"),
-    **dict.fromkeys(("subprocess", "pty", "multiprocessing", "pexpect"), "starting processes is not allowed"),
-    **dict.fromkeys(("ctypes", "cffi"), "native calls are not allowed"),
-    **dict.fromkeys(("importlib", "runpy"), "dynamic imports are not allowed"),
+    **dict.fromkeys(("socket", "_socket", "ssl", "_ssl", "asyncio", "http", "urllib", "urllib3", "requests", "httpx",
+                     "aiohttp", "ftplib", "smtplib", "poplib", "imaplib", "nntplib", "telnetlib", "xmlrpc",
+                     "socketserver", "webbrowser", "anthropic", "openai"), "network access is not allowed"),
+    **dict.fromkeys(("subprocess", "_posixsubprocess", "pty", "multiprocessing", "pexpect", "posix", "nt"),
+                    "starting processes is not allowed"),
+    **dict.fromkeys(("ctypes", "_ctypes", "cffi", "numpy.ctypeslib"), "native calls are not allowed"),
+    **dict.fromkeys(("importlib", "runpy", "builtins", "code", "codeop", "marshal"), "dynamic code is not allowed"),
 }
+_OS_MODULES = ("os", "posix", "nt")  # os and the C modules behind it
 # os functions by prefix: system, popen, fork and forkpty, kill and killpg, setsid, the exec* and spawn* families.
 _FORBIDDEN_OS_CALLS = ("system", "popen", "fork", "kill", "setsid", "exec", "spawn", "posix_spawn")
 _FORBIDDEN_BUILTINS = {"eval", "exec", "compile", "__import__", "breakpoint"}
+# Attributes that reach code's internals: frames, globals, the builtins, every subclass (how a guard is found and
+# disarmed, or a forbidden function reached without naming its module), and the native-call door numpy offers.
+_INTROSPECTION = {"__dict__", "__globals__", "__builtins__", "__subclasses__", "__bases__", "__mro__", "__code__",
+                  "__closure__", "f_globals", "f_locals", "f_builtins", "f_back", "tb_frame", "gi_frame", "cr_frame",
+                  "_getframe", "ctypeslib"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,44 +160,85 @@ class OutputError(ValueError):
 
 def check_script(source: str) -> list[str]:
     """Problems found in a script without running it, one "line N: ..." string each (empty when none): a syntax
-    error, or an import or call of the network, other programs, native code or dynamic code."""
+    error, or an import or use of the network, other programs, native code, dynamic code or code's internals,
+    under any name it is given (`import os as o`, `getattr(os, "system")`, `sys.modules["os"]`, `vars(b)["eval"]`).
+    A first filter with clear reasons, not a boundary: the OS isolation (agent.engine.isolation) is that."""
     try:
         tree = ast.parse(source)
     except SyntaxError as error:
         return [f"line {error.lineno}: SyntaxError: {error.msg}"]
+    os_names = {"os"} | {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                         for alias in node.names if alias.name in _OS_MODULES}
     problems: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
+            problems += _import_problems(node.lineno, [alias.name for alias in node.names])
         elif isinstance(node, ast.ImportFrom):
-            modules = [node.module or ""]
-            if node.module == "os":
-                problems += [(node.lineno, f"imports os.{alias.name}: starting or signalling processes is not "
-                                           f"allowed") for alias in node.names if _forbidden_os_call(alias.name)]
+            module = node.module or ""
+            problems += _import_problems(node.lineno, [module, *(f"{module}.{alias.name}" for alias in node.names)])
+            if module in _OS_MODULES:
+                problems += [(node.lineno, f"imports {module}.{alias.name}: starting or signalling processes is not "
+                                           "allowed") for alias in node.names
+                             if alias.name == "*" or _forbidden_os_call(alias.name)]
+        elif isinstance(node, ast.Attribute):
+            problems += _attribute_problems(node, os_names)
         elif isinstance(node, ast.Call):
-            problems += _call_problems(node)
-            continue
-        else:
-            continue
-        for module in modules:
-            reason = _FORBIDDEN_MODULES.get(module.split(".")[0])
-            if reason:
-                problems.append((node.lineno, f"imports {module}: {reason}"))
-    return [f"line {line}: {problem}" for line, problem in sorted(problems)]
+            problems += _call_problems(node, os_names)
+        elif isinstance(node, ast.Subscript):
+            key = node.slice.value if isinstance(node.slice, ast.Constant) else None
+            if isinstance(key, str) and (key in _FORBIDDEN_BUILTINS or key in _OS_MODULES):
+                problems.append((node.lineno, f"looks up {key!r} by name: dynamic code is not allowed"))
+        elif isinstance(node, ast.Name) and node.id == "__builtins__":
+            problems.append((node.lineno, "uses __builtins__: dynamic code is not allowed"))
+    return [f"line {line}: {problem}" for line, problem in sorted(set(problems))]
+
+
+def _import_problems(line: int, modules: list[str]) -> list[tuple[int, str]]:
+    """The first forbidden module among `modules` (a module, or a module and the names imported from it)."""
+    for module in modules:
+        parts = module.split(".")
+        reason = _FORBIDDEN_MODULES.get(parts[0]) or _FORBIDDEN_MODULES.get(".".join(parts[:2]))
+        if reason:
+            return [(line, f"imports {module}: {reason}")]
+    return []
 
 
 def _forbidden_os_call(name: str) -> bool:
     return any(name == call or name.startswith(call) for call in _FORBIDDEN_OS_CALLS)
 
 
-def _call_problems(node: ast.Call) -> list[tuple[int, str]]:
-    function = node.func
-    if isinstance(function, ast.Name) and function.id in _FORBIDDEN_BUILTINS:
-        return [(node.lineno, f"calls {function.id}(): dynamic code is not allowed")]
-    if (isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name) and function.value.id == "os"
-            and _forbidden_os_call(function.attr)):
-        return [(node.lineno, f"calls os.{function.attr}(): starting or signalling processes is not allowed")]
+def _attribute_problems(node: ast.Attribute, os_names: set[str]) -> list[tuple[int, str]]:
+    owner = node.value.id if isinstance(node.value, ast.Name) else None
+    if owner in os_names and _forbidden_os_call(node.attr):
+        return [(node.lineno, f"uses {owner}.{node.attr}: starting or signalling processes is not allowed")]
+    if node.attr in _INTROSPECTION:
+        return [(node.lineno, f"uses .{node.attr}: reaching code's internals is not allowed")]
+    if owner == "sys" and node.attr == "modules":
+        return [(node.lineno, "uses sys.modules: reaching modules by name is not allowed")]
     return []
+
+
+def _call_problems(node: ast.Call, os_names: set[str]) -> list[tuple[int, str]]:
+    function = node.func
+    if not isinstance(function, ast.Name):
+        return []
+    if function.id in _FORBIDDEN_BUILTINS:
+        return [(node.lineno, f"calls {function.id}(): dynamic code is not allowed")]
+    if function.id in ("getattr", "setattr", "delattr", "hasattr") and len(node.args) >= 2:
+        owner, name = node.args[0], node.args[1]
+        if not isinstance(name, ast.Constant) or not isinstance(name.value, str):
+            return []
+        if (isinstance(owner, ast.Name) and owner.id in os_names and _forbidden_os_call(name.value)) \
+                or name.value in _FORBIDDEN_BUILTINS or name.value in _INTROSPECTION:
+            return [(node.lineno, f"calls {function.id}(..., {name.value!r}): reaching a forbidden function by "
+                                  "name is not allowed")]
+    return []
+
+
+def is_refusal(error: str) -> bool:
+    """Whether a script's error is a refusal of what it tried: by the static check, the audit hook or the kernel
+    (a PermissionError)."""
+    return REFUSED_BEFORE_RUNNING in error or last_line(error).startswith("PermissionError")
 
 
 def write_inputs(dataset: Dataset, run_folder: Path, validation: ValidationSpec = _DEFAULT_VALIDATION,
@@ -243,14 +294,25 @@ def _prediction_columns(dataset: Dataset) -> list[str]:
     return [PREDICTION]
 
 
-def execute_script(source: str, run_folder: Path, limits: Limits) -> Outcome:
-    """Run `source` as `script.py` in `run_folder`, confined (agent.engine.confine) under `limits`; never raises
-    for anything the script does. `Outcome.value` is the end of its stdout; `error` the end of its stderr."""
+def execute_script(source: str, run_folder: Path, limits: Limits, isolation: Isolation | None = None) -> Outcome:
+    """Run `source` as `script.py` in `run_folder`, isolated (agent.engine.isolation: `isolation`, by default what
+    this machine offers) and confined (agent.engine.confine) under `limits`; never raises for anything the script
+    does. `Outcome.value` is the end of its stdout; `error` the end of its stderr. Without isolation the script
+    does not run (an "error" saying why) unless unisolated code is allowed (isolation.allowing_unisolated_code)."""
+    isolation = isolation if isolation is not None else probe()
+    if not isolation.available and not unisolated_allowed():
+        return Outcome("error", error=f"{FREE_CODE_OFF}: this machine offers no OS isolation ({isolation.why_not}); "
+                                      "--allow-unisolated-code runs it under the audit hook and limits only")
     run_folder = Path(run_folder).resolve()
     run_folder.mkdir(parents=True, exist_ok=True)
     (run_folder / SCRIPT_FILE).write_text(source)
     memory = "none" if limits.memory_bytes is None else str(limits.memory_bytes)
-    command = [sys.executable, confine.__file__, memory, SCRIPT_FILE]
+    # CPU seconds: the wall-clock limit (a script's threads are capped at native_threads), and a second to spare.
+    cpu = str(math.ceil(limits.time_seconds) + 1) if math.isfinite(limits.time_seconds) else "none"
+    mode = confine.ISOLATED if isolation.available else confine.UNISOLATED
+    command = [sys.executable, confine.__file__, memory, cpu, mode, SCRIPT_FILE]
+    if isolation.available:
+        command = isolation.command(command)
     started = time.monotonic()
     with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
         try:
@@ -277,6 +339,8 @@ def execute_script(source: str, run_folder: Path, limits: Limits) -> Outcome:
         return Outcome("ok", value=printed, elapsed=elapsed)
     if code < 0:
         return Outcome("crashed", value=printed, error=_death(-code, complaint), elapsed=elapsed)
+    if code == confine.ISOLATION_EXIT_CODE:
+        return Outcome("error", value=printed, error=complaint.strip(), elapsed=elapsed)
     if code == confine.MEMORY_EXIT_CODE:
         limit = "" if limits.memory_bytes is None else f" of {limits.memory_bytes / 1024**3:.1f} GiB"
         return Outcome("memory", value=printed, error=f"over the memory limit{limit}:\n{complaint}", elapsed=elapsed)
@@ -300,7 +364,9 @@ def _environment(run_folder: Path, limits: Limits) -> dict[str, str]:
 
 
 def _kill_group(process: subprocess.Popen) -> None:
-    """Kill the script's process group (it and anything it left running) and reap the script."""
+    """Kill the script's process group (it and anything it left running) and reap the script. Isolated, the group
+    is `unshare` and the script's first process: its death (`--kill-child`) ends the PID namespace, and with it
+    every process the script started, whatever group or session it moved to."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -332,7 +398,7 @@ def run_script(source: str, dataset: Dataset, run_folder: Path, limits: Limits,
     `limits`. Never raises for anything the script does; DatasetError when the dataset cannot fill the folds."""
     problems = check_script(source)
     if problems:
-        return ScriptRun("error", error=f"the script was refused before running: {'; '.join(problems)}")
+        return ScriptRun("error", error=f"the script was {REFUSED_BEFORE_RUNNING}: {'; '.join(problems)}")
     run_folder = Path(run_folder)
     folds = write_inputs(dataset, run_folder, validation)
     outcome = execute_script(source, run_folder, limits)

@@ -18,26 +18,34 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.dataset import Dataset
-from agent.engine.free_code import SCRIPT_CONTRACT, check_script, execute_script, write_inputs
-from agent.engine.sandbox import Limits, error_tail
+from agent.engine.free_code import (
+    REFUSED_BEFORE_RUNNING,
+    SCRIPT_CONTRACT,
+    check_script,
+    execute_script,
+    is_refusal,
+    write_inputs,
+)
+from agent.engine.sandbox import Limits, error_tail, last_line
 from agent.engine.spec import ValidationSpec
 from agent.llm.answers import CodeAnswer, rationale_of
 from agent.llm.prompts import ERROR_CHARS, describe_node, describe_spec, journal_summary
 from agent.search.journal import Journal, Node
 from agent.search.protocols import FREE_CODE, Proposal
-from kb.llm import LLMAnswerError
+from kb.llm import LLMAnswerError, LLMError
 from retrieval.profile import TaskProfile
 
 COMPLEXITY_THRESHOLD = 3  # plans scored this complex or more are written step by step
 MAX_ATTEMPTS = 3  # tries of one step (the first and two fixes) before the plan is abandoned
 MAX_STEPS = 5
 MIN_STEP_SECONDS = 5.0  # a step run needs at least this much of the budget left
+MAX_REFUSED_SCRIPTS = 2  # refused scripts in a run before free code is off for the rest of it
 LIBRARIES = "numpy, pandas, scikit-learn, scipy, xgboost, lightgbm and catboost"
 
 Ask = Callable[[str, Callable[[Mapping[str, Any]], Any]], Any]  # (question, validate) -> validated answer
@@ -56,10 +64,35 @@ class FreeCoder:
     threshold: int = COMPLEXITY_THRESHOLD
     attempts: int = MAX_ATTEMPTS
     plans: int = 0  # plans written so far (their folders' numbers)
+    max_refusals: int = MAX_REFUSED_SCRIPTS
+    refusals: list[str] = field(default_factory=list)  # why each refused script (or step) was refused, in order
 
     @staticmethod
     def wrote(node: Node) -> bool:
         return node.candidate.trainer == FREE_CODE
+
+    @property
+    def off(self) -> str | None:
+        """Why free code is off for the rest of the run (`max_refusals` scripts refused), or None."""
+        if len(self.refusals) < self.max_refusals:
+            return None
+        return f"free code is off for the rest of the run: {len(self.refusals)} scripts were refused (the last: " \
+               f"{self.refusals[-1][:200]})"
+
+    def observe(self, node: Node) -> None:
+        """Count a node's script that the sandbox refused (the tree ran it)."""
+        if self.wrote(node) and not node.valid and is_refusal(node.error):
+            self.refusals.append(f"node {node.id}: {last_line(node.error)}")
+
+    def _checked(self, data: Mapping[str, Any], prefix: str = "") -> str:
+        """checked(), counting the scripts the static check refuses; FreeCodeOff (not re-asked) at the limit."""
+        try:
+            return checked(data, prefix)
+        except ScriptRefused as refusal:
+            self.refusals.append(str(refusal))
+            if self.off is not None:
+                raise FreeCodeOff(self.off) from None
+            raise
 
     # ---- the three actions
 
@@ -81,7 +114,7 @@ class FreeCoder:
             f"Node {node.id}'s script failed ({node.failure or 'error'}): {(node.error.strip() or node.output)[-ERROR_CHARS:]}",
             "The script:", "```python", node.code, "```", "", SCRIPT_CONTRACT, "",
             'Fix exactly this failure. Answer {"rationale": "<what was wrong>", "code": "<the whole fixed script>"}.'])
-        rationale, script = ask(question, lambda answer: (rationale_of(answer), checked(answer)))
+        rationale, script = ask(question, lambda answer: (rationale_of(answer), self._checked(answer)))
         return self._proposal(f"debug node {node.id} (free code)", CodeAnswer(rationale, 1), script, model)
 
     # ---- writing a script
@@ -100,7 +133,7 @@ class FreeCoder:
         if plan.complexity < self.threshold:
             question = "\n".join(["Action: write code", "", *context, "",
                                   'Write the whole script. Answer {"code": "<the script>"}.'])
-            return ask(question, checked), "one pass"
+            return ask(question, self._checked), "one pass"
         steps = ask("\n".join(["Action: split the plan", "", *context, "",
                                f"Split the plan into 2 to {MAX_STEPS} steps, each a part of the script that runs after "
                                "the ones before it (e.g. load and prepare the data; build features; fit per fold and "
@@ -121,7 +154,7 @@ class FreeCoder:
                                       *([f"Your last code for this step failed: {feedback}"] if feedback else []),
                                       "", f"Write the code of step {index + 1} only, to be appended to the script so "
                                           'far. Answer {"code": "<the code of this step>"}.'])
-                code = ask(question, lambda answer, prefix=script: checked(answer, prefix=prefix))
+                code = ask(question, lambda answer, prefix=script: self._checked(answer, prefix=prefix))
                 candidate = f"{script}\n\n{code}".strip("\n") + "\n"
                 if last:  # the search runs and scores the whole script
                     return candidate
@@ -130,6 +163,10 @@ class FreeCoder:
                     script = candidate
                     break
                 feedback = f"the script up to step {index + 1} ended in {outcome.status}: {error_tail(outcome.error)}"
+                if is_refusal(outcome.error):
+                    self.refusals.append(f"step {index + 1}: {last_line(outcome.error)}")
+                    if self.off is not None:
+                        raise FreeCodeOff(self.off)
             else:
                 raise LLMAnswerError(f"free code abandoned: step {index + 1} of {len(steps)} still failed after "
                                      f"{self.attempts} tries ({feedback[:300]})")
@@ -151,8 +188,17 @@ class FreeCoder:
         return Proposal(SolutionCandidate(FREE_CODE, {}, plan_text, ()), plan_text, trick, script=script)
 
 
+class ScriptRefused(LLMAnswerError):
+    """The static check refused the script an answer makes (re-asked once, with the reason)."""
+
+
+class FreeCodeOff(LLMError):
+    """Too many scripts were refused: the plan is abandoned, and the step falls back (never re-asked)."""
+
+
 def checked(data: Mapping[str, Any], prefix: str = "") -> str:
-    """The answer's code, if the script it makes (`prefix` + code) passes check_script; LLMAnswerError otherwise."""
+    """The answer's code, if the script it makes (`prefix` + code) passes check_script; ScriptRefused when it does
+    not, LLMAnswerError when the answer holds no code."""
     code = data.get("code")
     if not isinstance(code, str) or not code.strip():
         raise LLMAnswerError('the answer has no code: answer {"code": "<python source>"}')
@@ -160,7 +206,7 @@ def checked(data: Mapping[str, Any], prefix: str = "") -> str:
     code = fenced.group(1) if fenced else code
     problems = check_script(f"{prefix}\n\n{code}" if prefix else code)  # line numbers of the script as it will be
     if problems:
-        raise LLMAnswerError(f"the code was refused before running: {'; '.join(problems)}")
+        raise ScriptRefused(f"the code was {REFUSED_BEFORE_RUNNING}: {'; '.join(problems)}")
     return code
 
 

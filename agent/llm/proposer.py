@@ -9,7 +9,13 @@ proposer can execute, memories when given: kb.llm's cached prefix) and a summary
     whose recipe changes the node (or, without tricks left, one atomic change of the spec);
   - **debug**: a repair of the failure the node shows (its error and the verifier's reason).
 Answers are checked against the catalogue (agent.llm.answers). With a free-code coder (agent.llm.coder), a draft or
-an improvement may instead be a plan for a script, which the coder writes and runs in the sandboxed executor.
+an improvement may instead be a plan for a script, which the coder writes and runs in the sandboxed executor. After
+the coder's `max_refusals` scripts (2) were refused (by the static check, the audit hook or the kernel), the rest of the run
+asks for specs of the catalogue only, and the next plan says why: a model that keeps writing what the sandbox
+refuses would otherwise spend the run on it.
+
+**Time.** The search tells the proposer its deadline before each proposal (TimedProposer): every LLM call, and
+every step a code plan runs, ends before it (kb.llm's `deadline`).
 
 **Fallback.** When the LLM gives no usable answer (its retries used up, the budget spent, an answer still malformed
 after one re-ask), the step is the offline proposer's (the knowledge proposer, or the built-in one), and the plan and
@@ -86,12 +92,13 @@ class LLMProposer:
     """A TreeProposer whose drafts, improvements and repairs come from an LLM; `offline` takes over when it fails."""
 
     def __init__(self, client: LLMClient, offline: TreeProposer, *, recall: Any = None, coder: Any = None,
-                 max_failures: int = MAX_FAILURES):
+                 code_off: str | None = None, max_failures: int = MAX_FAILURES):
         self.client = client
         self.offline = offline
         self.trainers: Mapping[str, Trainer] = offline.trainers
         self.recall = recall  # agent.memory's Recall (anything with to_dict()), or lines of text; None: no memories
         self.coder = coder  # agent.llm.coder.FreeCoder, or None: spec answers only
+        self._no_coder = code_off  # why there is no coder (the machine cannot isolate scripts), if that is why
         self.max_failures = max_failures
         self.failures = 0  # failed steps in a row
         self.disabled: str | None = None  # why the rest of the run is offline
@@ -101,6 +108,23 @@ class LLMProposer:
         self._steps: deque[LLMStep] = deque()  # the steps of proposals made, not yet taken by a recorded node
         self._documents: list | None = None
         self._journal: Journal | None = None  # debug() is not given the journal: the one draft/improve saw
+        self._code_off_told = False  # whether a plan has said why free code is off
+
+    @property
+    def coding(self) -> bool:
+        """Whether answers may be free code: a coder, not yet off for refused scripts."""
+        return self.coder is not None and self.coder.off is None
+
+    @property
+    def code_off(self) -> str | None:
+        """Why the LLM may not (or no longer) write scripts, if it may not."""
+        return self.coder.off if self.coder is not None else self._no_coder
+
+    def set_deadline(self, deadline: float) -> None:
+        """No LLM call, and no step of a code plan, runs past `deadline` (the search's)."""
+        self.client.deadline = deadline
+        if self.coder is not None:
+            self.coder.deadline = deadline
 
     @property
     def knowledge(self) -> KnowledgeTreeProposer | None:
@@ -128,17 +152,21 @@ class LLMProposer:
         def offline() -> Proposal | None:  # the offline proposers change specs, not scripts
             return None if node.candidate.trainer == FREE_CODE else self.offline.improve(node, profile, journal, rng)
 
-        if node.members:  # a combination is the search's own; the LLM changes single solutions
-            return self._emit(offline())
+        if node.members or (self.coder is not None and self.coder.wrote(node) and not self.coding):
+            return self._emit(offline())  # a combination is the search's own; a script needs free code
         return self._step(lambda: self._improve(node, profile, journal), offline)
 
     def debug(self, node: Node, profile: TaskProfile, rng: random.Random) -> Proposal | None:
         def offline() -> Proposal | None:  # the offline proposers repair specs, not scripts
             return None if node.candidate.trainer == FREE_CODE else self.offline.debug(node, profile, rng)
 
+        if self.coder is not None and self.coder.wrote(node) and not self.coding:
+            return self._emit(offline())
         return self._step(lambda: self._debug(node, profile, self._journal or Journal()), offline)
 
     def observe(self, node: Node) -> None:
+        if self.coder is not None:
+            self.coder.observe(node)
         if isinstance(self.offline, ObservingProposer):
             self.offline.observe(node)
 
@@ -167,7 +195,9 @@ class LLMProposer:
     def record(self) -> dict[str, Any]:
         """run.json's `llm` section."""
         return {**self.client.record(), "answers": dict(self.answers), "fallbacks": len(self.fallbacks),
-                "fallback_reasons": sorted(set(self.fallbacks))[:20], "offline_since": self.disabled}
+                "fallback_reasons": sorted(set(self.fallbacks))[:20], "offline_since": self.disabled,
+                "refused_scripts": len(self.coder.refusals) if self.coder is not None else 0,
+                "free_code_off": self.code_off}
 
     # ---- one step: ask, else fall back
 
@@ -195,7 +225,7 @@ class LLMProposer:
                                                               f"usable answer ({reason})]"))
 
     def _ask(self, profile: TaskProfile, question: str, validate: Callable[[Mapping[str, Any]], Any]) -> Any:
-        return self.client.ask(prompts.system_prompt(self.trainers, code=self.coder is not None),
+        return self.client.ask(prompts.system_prompt(self.trainers, code=self.coding),
                                self._task_documents(profile), question, validate=validate).value
 
     def _asker(self, profile: TaskProfile) -> Callable[[str, Callable[[Mapping[str, Any]], Any]], Any]:
@@ -249,6 +279,8 @@ class LLMProposer:
         return candidate
 
     def _plan(self, head: str, rationale: str, notes: Sequence[str] = ()) -> str:
+        if self.code_off is not None and not self._code_off_told:
+            notes, self._code_off_told = [*notes, self.code_off], True
         plan = f"{head} — LLM {self.client.model}: {rationale or '(no rationale given)'}"
         return plan + "".join(f" [note: {note}]" for note in notes)
 
@@ -256,9 +288,10 @@ class LLMProposer:
 
     def _draft(self, profile: TaskProfile, journal: Journal) -> tuple[Proposal | None, str]:
         options = {item.trick.id: item for item in self._options(profile)}
+        coding = self.coding
 
         def validate(data: Mapping[str, Any]) -> Any:
-            kind = kind_of(data, (SPEC, CODE) if self.coder is not None else (SPEC,))
+            kind = kind_of(data, (SPEC, CODE) if coding else (SPEC,))
             if kind == CODE:
                 return read_code_plan(data)
             answer = read_spec(data, self.trainers, self._best_trainer(journal), profile.task_type, list(options))
@@ -270,7 +303,7 @@ class LLMProposer:
                     used.append(options[trick_id].trick)
             return _Draft(replace(answer, candidate=self._new(candidate, journal)), tuple(used))
 
-        question = prompts.draft_question(journal, profile, menu=bool(options), code=self.coder is not None)
+        question = prompts.draft_question(journal, profile, menu=bool(options), code=coding)
         answer = self._ask(profile, question, validate)
         if not isinstance(answer, _Draft):
             return self.coder.draft(answer, profile, journal, self._asker(profile), self.client.model), CODE
@@ -284,10 +317,11 @@ class LLMProposer:
         return Proposal(spec.candidate, self._plan(head, spec.rationale, spec.notes), trick), SPEC
 
     def _improve(self, node: Node, profile: TaskProfile, journal: Journal) -> tuple[Proposal | None, str]:
+        coding = self.coding
         script = self.coder is not None and self.coder.wrote(node)  # a script is improved with free code only
         menu = {} if script else self._menu(node, profile, journal)
         allowed = () if script else (TRICK,) if menu else (SPEC,)
-        allowed += (CODE,) if self.coder is not None else ()
+        allowed += (CODE,) if coding else ()
         head = f"improve node {node.id} ({node.candidate.trainer}, {describe_score(node, profile)})"
 
         def validate(data: Mapping[str, Any]) -> Any:
@@ -300,7 +334,7 @@ class LLMProposer:
             return replace(answer, candidate=self._new(answer.candidate, journal))
 
         lines = [f"- id {item.trick.id}: recipe {item.trick.op}" for item in menu.values()]
-        answer = self._ask(profile, prompts.improve_question(node, journal, profile, lines, code=self.coder is not None,
+        answer = self._ask(profile, prompts.improve_question(node, journal, profile, lines, code=coding,
                                                              spec=not script), validate)
         if isinstance(answer, SpecAnswer):
             return Proposal(answer.candidate, self._plan(head, answer.rationale, answer.notes)), SPEC

@@ -60,6 +60,14 @@ class BlendingProposer(Protocol):
 
 
 @runtime_checkable
+class TimedProposer(Protocol):
+    """A proposer whose proposals take time of their own (an LLM's calls): the search tells it, before each
+    proposal, when the search must end (its deadline less the time kept for the final fit and the outputs)."""
+
+    def set_deadline(self, deadline: float) -> None: ...
+
+
+@runtime_checkable
 class ObservingProposer(Protocol):
     """A proposer that learns from each verified node (its Optuna studies, agent.search.tuning)."""
 

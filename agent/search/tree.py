@@ -74,6 +74,7 @@ from agent.search.protocols import (
     BlendProposal,
     ObservingProposer,
     Proposal,
+    TimedProposer,
     TreeProposer,
 )
 from agent.verify.findings import Evidence
@@ -251,6 +252,8 @@ class TreeSearch:
         while not stop_reason:
             # No node may run into the time kept back for the final refit and the outputs.
             search_deadline = deadline - self.refit_reserve(journal, blending, evidence_of, len(dataset.y))
+            if isinstance(self.proposer, TimedProposer):  # no LLM call may run past it either
+                self.proposer.set_deadline(search_deadline)
             # One proposal per worker, all drawn before any is evaluated, each seeing the earlier ones as pending
             # nodes (`view`); they are evaluated together and appended in this order, whichever finishes first.
             batch: list[tuple[Proposal, str, Node | None]] = []

@@ -273,7 +273,7 @@ def test_the_static_check_names_each_problem_with_its_line():
         "line 3: imports subprocess: starting processes is not allowed",
         "line 4: imports ctypes: native calls are not allowed",
         "line 5: imports os.system: starting or signalling processes is not allowed",
-        "line 7: calls os.system(): starting or signalling processes is not allowed",
+        "line 7: uses os.system: starting or signalling processes is not allowed",
         "line 8: calls eval(): dynamic code is not allowed",
         "line 9: calls __import__(): dynamic code is not allowed",
         "line 10: imports http.client: network access is not allowed",
