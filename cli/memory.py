@@ -10,9 +10,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from agent.memory.records import NEGATIVE_KINDS, POSITIVE_KINDS, Memory, SolutionMemory
+from agent.memory.records import NEGATIVE_KINDS, POSITIVE_KINDS, WORSE, Memory, SolutionMemory
 from agent.memory.store import MEMORY_FILE, MemoryStore, UnknownMemoryError
 from cli.kb import CasebookError
+from retrieval.metrics import describe_change
 
 out = Console(soft_wrap=True)
 
@@ -35,13 +36,20 @@ def _print_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
+def _kind(memory: Memory) -> str:
+    """The memory's kind for a reader: a change that did not beat its parent and left the score as it was is "no
+    change" rather than "worse" (it is still kind worse to --kind and --json)."""
+    return "no change" if memory.kind == WORSE and memory.delta == 0 else memory.kind
+
+
 def _what(memory: Memory) -> str:
     """One line on a memory: what was applied or what went wrong, and the score change."""
     if isinstance(memory, SolutionMemory):
         return f"best {memory.spec['model']['name']} CV {memory.metric}={memory.score:.4f} ({memory.nodes} nodes)"
     record = memory.to_dict()
-    if record.get("delta") is not None:
-        return f"{record['op']}: {record['metric']} {record['delta']:+.4g} ({record['gain']:+.2%})"
+    if record.get("delta") is not None:  # the change of the greater-is-better score: words follow the metric's way
+        relative = f" ({abs(record['gain']):.2%})" if record["delta"] else ""
+        return f"{record['op']}: {record['metric']} {describe_change(record['delta'])}{relative}"
     repair = " [repaired]" if record.get("repair") else ""
     return f"{record.get('failure') or memory.kind}: {record.get('message', '')}{repair}"
 
@@ -88,7 +96,7 @@ def list_command(ctx, kinds, polarity, task, list_tasks, as_json):
     for memory in memories:
         node = getattr(memory, "node_id", None)
         style = "green" if memory.polarity == "positive" else "red"
-        table.add_row(memory.id, memory.kind, memory.task_name, "–" if node is None else str(node), _what(memory),
+        table.add_row(memory.id, _kind(memory), memory.task_name, "–" if node is None else str(node), _what(memory),
                       style=style)
     out.print(table)
 
