@@ -6,33 +6,49 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
-from rich.live import Live
-from rich.table import Table
 
-from agent.candidate import AttemptRecord
-from agent.engine import isolation
-from agent.engine.compile import NotRenderableError
-from agent.engine.dataset import DatasetError
-from agent.engine.executors import EXECUTORS, LOCAL, ExecutorError
-from agent.engine.sandbox import verbose_candidates
-from agent.engine.spec import SpecError
-from agent.outputs.report import SCREENSHOT_FILE, RunDirError, ScreenshotError, read_run, screenshot, write_report
-from agent.outputs.run_folder import RunFolderError
-from agent.search.builtin import DRAFT_FAMILIES
-from agent.search.journal import BUGGY, DEAD, EXPLORED, OVER_TIME, SAMPLE, VALID, Journal, Node
-from agent.search.policy import SearchSettings
-from agent.solve import KnowledgeBaseMissing, SolveSettings, default_out_dir, free_code_off, solve_task
 from cli.memory import memory_command, memory_store
-from cli.options import chroma_url_option, home_option
-from cli.pool import curriculum_command, solve_all_command
-from kb.store import ChromaServerError
-from retrieval.profile import TaskProfile, TaskSetupError, profile_task
+from cli.options import (
+    CONTEXT_SETTINGS,
+    LibraryChoice,
+    LibraryDefault,
+    chroma_url_option,
+    count,
+    home_option,
+    version_option,
+)
+from cli.pool import curriculum_command, search_defaults, solve_all_command
+from cli.progress import SolveProgress
 
-_USER_ERRORS = (TaskSetupError, DatasetError, SpecError, RunDirError, RunFolderError, NotRenderableError,
-                KnowledgeBaseMissing, ExecutorError, ChromaServerError)
+if TYPE_CHECKING:
+    from agent.search.journal import Journal
+    from retrieval.profile import TaskProfile
+
+
+def _executors():
+    from agent.engine import executors
+
+    return executors
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The errors a user can fix: one line each, not a traceback."""
+    from agent.engine.compile import NotRenderableError
+    from agent.engine.dataset import DatasetError
+    from agent.engine.executors import ExecutorError
+    from agent.engine.spec import SpecError
+    from agent.outputs.report import RunDirError
+    from agent.outputs.run_folder import RunFolderError
+    from agent.solve import KnowledgeBaseMissing
+    from kb.store import ChromaServerError
+    from retrieval.profile import TaskSetupError
+
+    return (TaskSetupError, DatasetError, SpecError, RunDirError, RunFolderError, NotRenderableError,
+            KnowledgeBaseMissing, ExecutorError, ChromaServerError)
 
 
 def _fail(error: Exception) -> None:
@@ -40,7 +56,8 @@ def _fail(error: Exception) -> None:
     sys.exit(2)
 
 
-@click.group()
+@click.group(context_settings=CONTEXT_SETTINGS)
+@version_option
 @home_option
 @chroma_url_option
 @click.pass_context
@@ -79,16 +96,20 @@ def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
                    "there and the run says so.")
 @click.option("--time-budget", type=click.FloatRange(min=1), default=900.0, show_default=True,
               help="Seconds for the whole solve.")
-@click.option("--steps", type=click.IntRange(min=0), default=SearchSettings.steps, show_default=True,
+@click.option("--steps", type=click.IntRange(min=0), cls=LibraryDefault, default=lambda: search_defaults().steps,
+              show_default=True,
               help="Tree-search steps (improve / debug / draft) after the initial drafts; the time budget "
                    "usually ends the search first.")
-@click.option("--num-drafts", type=click.IntRange(min=1), default=SearchSettings.num_drafts, show_default=True,
+@click.option("--num-drafts", type=click.IntRange(min=1), cls=LibraryDefault,
+              default=lambda: search_defaults().num_drafts, show_default=True,
               help="Initial drafts (different model families, or different tricks with --use-kb).")
 @click.option("--models", default=None, metavar="FAMILY,...",
-              help=f"Only these model families, drafted in this order (default: {','.join(DRAFT_FAMILIES)}).")
+              help="Only these model families, drafted in this order, e.g. lightgbm,catboost (default: every family: "
+                   "linear, lightgbm, random_forest, catboost, hist_gradient_boosting, xgboost, extra_trees).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed (runs are deterministic for it).")
 @click.option("--cv", type=click.IntRange(min=2), default=5, show_default=True, help="Cross-validation folds.")
-@click.option("--executor", type=click.Choice(EXECUTORS), default=LOCAL, show_default=True,
+@click.option("--executor", type=LibraryChoice(lambda: _executors().EXECUTORS), cls=LibraryDefault,
+              default=lambda: _executors().LOCAL, show_default=True,
               help="Where nodes are evaluated: this machine, or a Ray cluster (each node in the same sandbox there, "
                    "with its time and memory limits; a worker lost mid-node is a failed node).")
 @click.option("--ray-address", default=None, metavar="ADDRESS",
@@ -100,7 +121,8 @@ def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run folder (default: runs/<task>-<timestamp>/).")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as one JSON object.")
-@click.option("--quiet", is_flag=True, help="No live table of attempts.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="Nothing while it searches (by default: a live table in a terminal, else a line per node).")
 @click.option("--verbose", is_flag=True,
               help="Show the candidates' own warnings and library output (scikit-learn, pandas, XGBoost, LightGBM); "
                    "hidden by default.")
@@ -114,6 +136,12 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, use_
     Writes submission.csv, solution.py, trace.jsonl, run.json and report.html to the run folder;
     the last line printed is the run's summary.
     """
+    from agent.engine.sandbox import verbose_candidates
+    from agent.outputs.report import read_run
+    from agent.search.policy import SearchSettings
+    from agent.solve import SolveSettings, default_out_dir, solve_task
+    from retrieval.profile import TaskSetupError, profile_task
+
     try:
         profile = profile_task(task_dir, target=target, id_column=id_column, metric=metric,
                                positive_class=positive_class)
@@ -125,6 +153,8 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, use_
         _fail(click.UsageError("--reuse-own-memory needs --memory"))
     if llm_budget_usd is not None and llm is None:
         _fail(click.UsageError("--llm-budget-usd needs --llm MODEL"))
+    from agent.search.builtin import DRAFT_FAMILIES
+
     families = tuple(name.strip() for name in models.split(",") if name.strip()) if models else None
     unknown = [name for name in families or () if name not in DRAFT_FAMILIES]
     if unknown or families == ():
@@ -137,19 +167,13 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, use_
                              allow_unisolated_code=allow_unisolated_code, executor=executor,
                              ray_address=ray_address, workers=workers, models=families)
     out_dir = out or default_out_dir(profile)
-    table = _node_table()
-    live = Live(table, console=Console(stderr=True, quiet=quiet or as_json), refresh_per_second=4)
-
-    def show(node: Node, attempt: AttemptRecord) -> None:
-        _add_node_row(table, node, attempt)
-        live.refresh()
-
+    progress = SolveProgress(Console(stderr=True, quiet=quiet or as_json), time_budget, profile.metric)
     try:
-        with live, verbose_candidates(verbose):
-            result = solve_task(profile, settings, out_dir, on_node=show, kb_home=ctx.obj["home"],
+        with progress, verbose_candidates(verbose):
+            result = solve_task(profile, settings, out_dir, on_node=progress.on_node, kb_home=ctx.obj["home"],
                                 memory=memory_store(ctx) if use_memory else None,
                                 reuse_own_memory=reuse_own_memory, chroma_url=ctx.obj["chroma_url"])
-    except _USER_ERRORS as error:
+    except _user_errors() as error:
         _fail(error)
     run = result.run
     if as_json:
@@ -165,8 +189,8 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, use_
             click.echo(llm_line)
         if result.journal is not None:
             click.echo(_describe_search(result.journal, run.stop_reason, read_run(result.out_dir)[0].get("final_fit")))
-        click.echo(f"run folder: {result.out_dir} (report.html, trace.jsonl"
-                   f"{', submission.csv, solution.py' if result.submission_path else ''})")
+        written = [path.name for path in (result.submission_path, result.solution_path) if path is not None]
+        click.echo(f"run folder: {result.out_dir} (report.html, trace.jsonl{''.join(', ' + name for name in written)})")
         click.echo(run.summary())
     if run.best_candidate is None:  # the submission is the trivial baseline (or the run is a seed loop's failure)
         sys.exit(1)
@@ -176,9 +200,11 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, use_
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the report's path as JSON.")
 @click.option("--screenshot", "take_screenshot", is_flag=True,
-              help=f"Also save a PNG of the rendered page to RUN_DIR/{SCREENSHOT_FILE} (needs chromium).")
+              help="Also save a PNG of the rendered page in RUN_DIR, as headless chromium shows it (needs chromium).")
 def report(run_dir: Path, as_json: bool, take_screenshot: bool) -> None:
     """Re-render RUN_DIR/report.html from its run.json and trace.jsonl."""
+    from agent.outputs.report import SCREENSHOT_FILE, RunDirError, ScreenshotError, read_run, screenshot, write_report
+
     try:
         path = write_report(run_dir)
         summary = read_run(run_dir)[0]["summary"]
@@ -195,13 +221,15 @@ def report(run_dir: Path, as_json: bool, take_screenshot: bool) -> None:
 
 def _describe_search(journal: Journal, stop_reason: str, final_fit: dict | None) -> str:
     """How many nodes the search could evaluate, on which rows, why it stopped and how the submission was made."""
+    from agent.search.journal import BUGGY, DEAD, EXPLORED, OVER_TIME, SAMPLE, VALID
+
     counts = Counter(node.status for node in journal)
     parts = [f"{counts[VALID]} on every row"]
     explored = [node.exploration.rows for node in journal if node.exploration is not None]
     if explored:
         parts.append(f"{len(explored)} first on a {explored[0]:,}-row sample ({counts[EXPLORED]} left there)")
     parts += [f"{counts[status]} {status.replace('_', ' ')}" for status in (OVER_TIME, BUGGY, DEAD) if counts[status]]
-    line = f"search: {len(journal)} nodes evaluated ({', '.join(parts)}); stopped: {stop_reason or 'blended'}"
+    line = f"search: {count(len(journal), 'node')} evaluated ({', '.join(parts)}); stopped: {stop_reason or 'blended'}"
     best = journal.best()
     if best is not None and best.scored_on == SAMPLE:
         line += f"; the best, node {best.id}, is scored on the sample only (its CV on every row did not fit)"
@@ -212,7 +240,8 @@ def _describe_setup(profile: TaskProfile, kb_home: Path | None, llm: str | None 
                     llm_budget_usd: float | None = None, allow_unisolated_code: bool = False) -> str:
     inferred = profile.inferred
     lines = [
-        f"task {profile.name}: {profile.task_type} ({profile.modality}), {profile.n_rows} rows x {profile.n_cols} columns",
+        f"task {profile.name}: {profile.task_type} ({profile.modality}), {count(profile.n_rows, 'row')} x "
+        f"{count(profile.n_cols, 'column')}",
         f"  target    {profile.target}  [{inferred.get('target', '')}]",
         f"  id        {profile.id_column}  [{inferred.get('id_column', '')}]",
         f"  metric    {profile.metric}  [{inferred.get('metric', '')}]",
@@ -226,6 +255,9 @@ def _describe_setup(profile: TaskProfile, kb_home: Path | None, llm: str | None 
     if llm is not None:
         budget = f", budget ${llm_budget_usd:g}" if llm_budget_usd is not None else ""
         lines.append(f"  LLM       {llm} (plans each step{budget}; the offline proposer when it cannot)")
+        from agent.engine import isolation
+        from agent.solve import free_code_off
+
         found = isolation.probe()
         if found.available:
             lines.append(f"  free code isolated: {found.describe()}")
@@ -246,28 +278,12 @@ def _describe_llm(record: dict | None) -> str:
             f"(+{usage['cache_read_input_tokens']} read from and {usage['cache_creation_input_tokens']} written to the "
             f"prompt cache), {usage['output_tokens']} output tokens, {cost}")
     if record["fallbacks"]:
-        line += f"; {record['fallbacks']} steps fell back to the offline proposer"
+        line += f"; {count(record['fallbacks'], 'step')} fell back to the offline proposer"
     if record["offline_since"]:
         line += f" (offline from then on: {record['offline_since']})"
     if record["free_code_off"]:
         line += f"; {record['free_code_off']}"
     return line
-
-
-def _node_table() -> Table:
-    table = Table(title="solution tree")
-    for header, width in (("node", 4), ("parent", 6), ("action", 7), ("trainer", 10), ("CV score", 8), ("status", 6),
-                          ("s", 5)):
-        table.add_column(header, min_width=width)
-    table.add_column("plan", no_wrap=True, overflow="ellipsis", max_width=60)
-    return table
-
-
-def _add_node_row(table: Table, node: Node, attempt: AttemptRecord) -> None:
-    style = "bold green" if attempt.improved else ("" if node.verified else "red")
-    table.add_row(str(node.id), "–" if node.parent_id is None else str(node.parent_id), node.action,
-                  node.candidate.trainer, "–" if node.metric is None else f"{node.metric:.4f}", node.status,
-                  f"{node.elapsed:.1f}", node.plan, style=style)
 
 
 main.add_command(curriculum_command)

@@ -4,27 +4,40 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from cli.options import chroma_url_option, home_option
-from kb.records import KINDS, STAGES, ScoredTrick
+from cli.options import (
+    CONTEXT_SETTINGS,
+    CasebookError,
+    LibraryChoice,
+    chroma_url_option,
+    count,
+    home_option,
+    print_table,
+    version_option,
+)
+from cli.progress import Bar, Waiting
+
+if TYPE_CHECKING:
+    from kb.records import ScoredTrick
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
+_TRICK_INDENT = 12  # under the id, past the rank and the score
 
 
-class CasebookError(click.ClickException):
-    """Printed as one line `error: ...`, exit status 2."""
+def _records():
+    from kb import records
 
-    exit_code = 2
-
-    def show(self, file=None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
+    return records
 
 
 class _Commands(click.Group):
@@ -39,6 +52,11 @@ class _Commands(click.Group):
             raise CasebookError(str(error)) from None
 
 
+def _progress_console(quiet: bool) -> Console:
+    """Where progress goes: stderr, so that stdout holds only results; nothing with --quiet or --json."""
+    return Console(stderr=True, quiet=quiet)
+
+
 def _open(ctx: click.Context):
     from kb.store import KnowledgeBase
 
@@ -50,26 +68,25 @@ def _print_json(data) -> None:
 
 
 def _print_tricks(results: list[ScoredTrick], title: str) -> None:
-    table = Table(title=title, show_lines=True, expand=True)
-    table.add_column("#", justify="right", width=3)
-    table.add_column("score", justify="right", width=6)
-    table.add_column("trick", ratio=5)
-    table.add_column("stage / labels", ratio=2)
-    table.add_column("source", ratio=2)
+    """One block per trick: its id whole on the first line (so it can be given to `kb show`), then its title or
+    competition, its stage and labels, and its text wrapped under them."""
+    out.print(title, style="bold", markup=False, highlight=False)
+    width = max(_TRICK_INDENT + 40, out.width)  # textwrap counts the indent
+    indent = " " * _TRICK_INDENT
     for index, item in enumerate(results, start=1):
         trick = item.trick
         where = trick.competition or trick.title
         if trick.rank:
             where += f" (#{trick.rank})"
-        table.add_row(
-            str(index), f"{item.score:.3f}", trick.text,
-            f"[bold]{trick.stage}[/]\n" + "\n".join(trick.labels),
-            f"{where}\n[dim]{trick.id}[/]",
-        )
-    out.print(table)
+        out.print(f"\n{index:>3}  {item.score:.3f}  [bold]{escape(trick.id)}[/]", highlight=False)
+        for line in (where, f"{trick.stage} · {'; '.join(trick.labels) or 'no label'}"):
+            out.print(indent + line, style="dim", markup=False, highlight=False)
+        out.print(textwrap.fill(trick.text, width, initial_indent=indent, subsequent_indent=indent), markup=False,
+                  highlight=False)
 
 
-@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Commands, context_settings=CONTEXT_SETTINGS)
+@version_option
 @home_option
 @chroma_url_option
 @click.pass_context
@@ -82,7 +99,8 @@ def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
 @click.argument("paths", nargs=-1)
 @click.option("--bundled", is_flag=True, help="Also ingest the trick cards shipped with casebook (data/knowledge).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--quiet", "-q", is_flag=True, help="Nothing while it works (by default: a bar in a terminal, else a "
+              "line per step).")
 @click.option("--max-mb", type=float, default=25.0, show_default=True, help="Skip files larger than this.")
 @click.option("--batch-size", type=click.IntRange(1), default=256, show_default=True,
               help="Commit after about this many tricks (smaller: commits more often; larger: embeds faster).")
@@ -101,8 +119,6 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], bundled: bool, as_json: b
     file failed (each failure is listed with its reason). --bundled adds casebook's own trick cards,
     wherever casebook is installed.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from ingest import ingest as run_ingest
     from kb.config import bundled_knowledge
     from kb.store import KBLockedError
@@ -119,23 +135,12 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], bundled: bool, as_json: b
         from kb.llm import LLMClient
 
         extractor = LLMExtractor(LLMClient(llm, budget_usd=llm_budget_usd), base.taxonomy)
-    progress = Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=err, disable=quiet or as_json, transient=True)
-    task = progress.add_task("files", total=None)
-
-    def advance(done: int, total: int) -> None:
-        if not progress.live.is_started:  # only once the write lock is held: errors stay one line
-            progress.start()
-        progress.update(task, completed=done, total=total)
-
     try:
-        summary = run_ingest(sources, base, max_bytes=int(max_mb * 2**20), batch_tricks=batch_size,
-                             progress=advance, extractor=extractor)
+        with Bar(_progress_console(quiet or as_json), "ingest") as bar:
+            summary = run_ingest(sources, base, max_bytes=int(max_mb * 2**20), batch_tricks=batch_size,
+                                 progress=bar.update, extractor=extractor)
     except KBLockedError as error:
         raise CasebookError(str(error)) from None
-    finally:
-        if progress.live.is_started:
-            progress.stop()
     data = summary.to_dict()
     if extractor is not None:
         data["llm"] = extractor.record()
@@ -146,8 +151,8 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], bundled: bool, as_json: b
         for failure in data["failures"]:
             err.print(f"[red]failed[/] {failure['source']}: {failure['error']}", highlight=False)
         out.print(
-            f"{data['files']} files: {data['added']} added, {data['updated']} updated, "
-            f"{data['skipped']} unchanged, {data['failed']} failed; {data['tricks']} tricks "
+            f"{count(data['files'], 'file')}: {data['added']} added, {data['updated']} updated, "
+            f"{data['unchanged']} unchanged, {data['failed']} failed; {count(data['tricks'], 'trick')} "
             f"in {data['seconds']:.1f}s", highlight=False,
         )
         if data["compiled"] or data["unmapped"]:
@@ -159,7 +164,7 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], bundled: bool, as_json: b
         if extractor is not None:
             record, usage = data["llm"], data["llm"]["usage"]
             cost = f"about ${usage['cost_usd']:.4f}" if usage["cost_usd"] is not None else "cost unknown"
-            out.print(f"LLM {record['model']}: {record['documents']} documents extracted and labelled, "
+            out.print(f"LLM {record['model']}: {count(record['documents'], 'document')} extracted and labelled, "
                       f"{len(record['fallbacks'])} left to the offline pipeline; {usage['calls']} calls, "
                       f"{usage['input_tokens'] + usage['cache_read_input_tokens'] + usage['cache_creation_input_tokens']}"
                       f" input tokens ({usage['cache_read_input_tokens']} from the prompt cache), "
@@ -171,7 +176,8 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], bundled: bool, as_json: b
 
 
 def _stage_option(function):
-    return click.option("--stage", type=click.Choice(STAGES), help="Only tricks of this pipeline stage.")(function)
+    return click.option("--stage", type=LibraryChoice(lambda: _records().STAGES),
+                        help="Only tricks of this pipeline stage.")(function)
 
 
 def _resolve_label(base, label: str | None) -> str | None:
@@ -190,24 +196,28 @@ def _resolve_label(base, label: str | None) -> str | None:
 @click.option("-k", type=int, default=10, show_default=True, help="How many tricks.")
 @click.option("--label", help='Only tricks with this label, e.g. "NLP / Text Classification" or "tabular".')
 @_stage_option
-@click.option("--kind", type=click.Choice(KINDS), help="Only solutions or only papers.")
+@click.option("--kind", type=LibraryChoice(lambda: _records().KINDS), help="Only solutions or only papers.")
 @click.option("--exclude-competition", multiple=True, help="Drop tricks from this competition slug.")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--quiet", "-q", is_flag=True, help="Nothing while it works (say, loading the embedding model).")
 @click.pass_context
-def query(ctx, text, k, label, stage, kind, exclude_competition, as_json):
+def query(ctx, text, k, label, stage, kind, exclude_competition, as_json, quiet):
     """Semantic search over tricks."""
     from kb.store import EmptyKnowledgeBaseError
 
     base = _open(ctx)
     label = _resolve_label(base, label)
     try:
-        results = base.search(text, k, label=label, stage=stage, kind=kind, exclude_competitions=exclude_competition)
+        with Waiting(_progress_console(quiet), "searching…"):
+            results = base.search(text, k, label=label, stage=stage, kind=kind,
+                                  exclude_competitions=exclude_competition)
     except EmptyKnowledgeBaseError as error:
         raise CasebookError(str(error)) from None
     if as_json:
-        _print_json([r.to_dict() for r in results])
+        _print_json({"query": text, "label": label, "stage": stage, "kind": kind,
+                     "tricks": [r.to_dict() for r in results]})
     else:
-        _print_tricks(results, f"{len(results)} tricks for {text!r}")
+        _print_tricks(results, f"{count(len(results), 'trick')} for {text!r}")
 
 
 @main.command()
@@ -217,14 +227,16 @@ def query(ctx, text, k, label, stage, kind, exclude_competition, as_json):
               help="A task folder (train.csv, test.csv, description.md): analyse it and retrieve for its labels.")
 @click.option("-k", type=int, default=10, show_default=True)
 @_stage_option
-@click.option("--kind", type=click.Choice(KINDS), help="With --task-type: only solutions or only papers.")
+@click.option("--kind", type=LibraryChoice(lambda: _records().KINDS),
+              help="With --task-type: only solutions or only papers.")
 @click.option("--papers", type=int, default=3, show_default=True, help="With --task: how many papers to list too.")
 @click.option("--exclude-competition", multiple=True, help="Drop tricks from this competition slug.")
 @click.option("--executable", is_flag=True,
               help="With --task: only tricks with a recipe, the ones `agent solve --use-kb` can run.")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--quiet", "-q", is_flag=True, help="Nothing while it works (say, loading the embedding model).")
 @click.pass_context
-def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition, executable, as_json):
+def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition, executable, as_json, quiet):
     """Tricks for a task type (no model load) or for a task folder (hierarchical retrieval)."""
     if bool(task_type) == bool(task_dir):
         raise CasebookError("give exactly one of --task-type LABEL or --task TASK_DIR")
@@ -235,19 +247,21 @@ def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition
         if as_json:
             _print_json({"label": label, "tricks": [r.to_dict() for r in results]})
         else:
-            _print_tricks(results, f"{len(results)} tricks for {label}")
+            _print_tricks(results, f"{count(len(results), 'trick')} for {label}")
         return
     from kb.store import EmptyKnowledgeBaseError
     from retrieval.profile import TaskSetupError, profile_task
     from retrieval.retriever import HierarchicalRetriever
 
     try:
-        profile = profile_task(task_dir)
-        retriever = HierarchicalRetriever(base)
-        query = retriever.analyse(profile=profile)
-        found = retriever.retrieve(query, k=k, stage=stage, exclude_competitions=exclude_competition,
-                                   executable=executable)
-        found_papers = retriever.retrieve(query, k=papers, kind="paper", executable=executable) if papers else []
+        with Waiting(_progress_console(quiet), "analysing the task…") as waiting:
+            profile = profile_task(task_dir)
+            retriever = HierarchicalRetriever(base)
+            query = retriever.analyse(profile=profile)
+            waiting.update("retrieving tricks for its labels…")
+            found = retriever.retrieve(query, k=k, stage=stage, exclude_competitions=exclude_competition,
+                                       executable=executable)
+            found_papers = retriever.retrieve(query, k=papers, kind="paper", executable=executable) if papers else []
     except (TaskSetupError, EmptyKnowledgeBaseError) as error:
         raise CasebookError(str(error)) from None
     if as_json:
@@ -257,19 +271,23 @@ def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition
     out.print(f"[bold]{profile.name}[/]: {profile.modality}, {profile.task_type} of {profile.target!r} "
               f"by {profile.metric}; labels: " + " > ".join(query.labels)
               + (f"; leaving out {query.competition}" if query.competition else ""), highlight=False)
-    _print_tricks([ScoredTrick(r.trick, r.score) for r in found], f"{len(found)} tricks")
+    from kb.records import ScoredTrick
+
+    _print_tricks([ScoredTrick(r.trick, r.score) for r in found], count(len(found), "trick"))
     if found_papers:
-        _print_tricks([ScoredTrick(r.trick, r.score) for r in found_papers], f"{len(found_papers)} papers")
+        _print_tricks([ScoredTrick(r.trick, r.score) for r in found_papers], count(len(found_papers), "paper"))
 
 
 @main.command(name="eval")
 @click.option("--queries", type=click.Path(dir_okay=False), default=None,
               help="Labelled query set (default: the one shipped with casebook, data/eval/queries.jsonl).")
 @click.option("-k", type=int, default=10, show_default=True)
-@click.option("--kind", type=click.Choice(KINDS), help="Retrieve one kind only (default: every kind, as the agent does).")
+@click.option("--kind", type=LibraryChoice(lambda: _records().KINDS),
+              help="Retrieve one kind only (default: every kind, as the agent does).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary and per-query rows as JSON.")
+@click.option("--quiet", "-q", is_flag=True, help="Nothing while it works (say, loading the embedding model).")
 @click.pass_context
-def evaluate_command(ctx, queries, k, kind, as_json):
+def evaluate_command(ctx, queries, k, kind, as_json, quiet):
     """Label accuracy, P@5, R@10, nDCG@10 and leak rate: hierarchical retrieval vs plain dense."""
     from kb.store import EmptyKnowledgeBaseError
     from retrieval.evaluation import DEFAULT_QUERIES, EvalQuery, EvalSetError, evaluate
@@ -277,7 +295,9 @@ def evaluate_command(ctx, queries, k, kind, as_json):
 
     try:
         loaded = EvalQuery.load_all(queries or DEFAULT_QUERIES)
-        result = evaluate(HierarchicalRetriever(_open(ctx)), loaded, k, kind)
+        with Bar(_progress_console(quiet), "kb eval") as bar:
+            result = evaluate(HierarchicalRetriever(_open(ctx)), loaded, k, kind,
+                              progress=lambda done, total: bar.update(done, total, "scoring queries"))
     except (EvalSetError, EmptyKnowledgeBaseError) as error:
         raise CasebookError(str(error)) from None
     if as_json:
@@ -293,7 +313,7 @@ def evaluate_command(ctx, queries, k, kind, as_json):
             by_source = " / ".join("-" if v is None else f"{v:.3f}" for v in row["ndcg@10_by_source"].values())
             table.add_row(f"{title} ({part['queries']})", name, f"{row['precision@5']:.3f}", f"{row['recall@10']:.3f}",
                           f"{row['ndcg@10']:.3f}", by_source, f"{row['leak_rate']:.2f}")
-    out.print(table)
+    print_table(out, table)
     out.print(f"label accuracy: top-level {summary['label_accuracy_top']:.1%}, subcategory "
               f"{summary['label_accuracy_sub']:.1%}; nDCG@10 gain over dense {summary['ndcg_gain']:+.1%}",
               highlight=False)
@@ -311,9 +331,9 @@ def stats(ctx, as_json):
     if as_json:
         _print_json(data)
         return
-    out.print(f"[bold]{data['home']}[/]: {data['documents']} documents, {data['tricks']} tricks "
+    out.print(f"[bold]{data['home']}[/]: {count(data['documents'], 'document')}, {count(data['tricks'], 'trick')} "
               f"({data['with_recipe']} with a recipe, {data['compiled_from_text']} of them compiled from the text), "
-              f"{data['competitions']} competitions")
+              f"{count(data['competitions'], 'competition')}")
     out.print("  executable tricks by source: " + ", ".join(f"{n} {kind}" for kind, n in
                                                          data["executable_by_source"].items()), highlight=False)
     for key in ("documents_by_status", "tricks_by_kind", "tricks_by_stage", "tricks_by_top_label"):
@@ -329,7 +349,7 @@ def labels(as_json):
 
     taxonomy = load_taxonomy()
     if as_json:
-        _print_json(taxonomy.tree())
+        _print_json({"labels": taxonomy.tree()})
         return
     tree = Tree("[bold]labels[/]")
     for top in taxonomy.tree():
@@ -337,6 +357,17 @@ def labels(as_json):
         for sub in top["subcategories"]:
             branch.add(sub["name"])
     out.print(tree)
+
+
+def _readable(value) -> str:
+    """A trick's field for a reader, not a Python repr: labels joined, a recipe as JSON, none as a dash."""
+    if value is None:
+        return "–"
+    if isinstance(value, list | tuple):
+        return "; ".join(map(str, value)) or "–"
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
 
 
 @main.command()
@@ -354,7 +385,7 @@ def show(ctx, trick_id, as_json):
     record = trick.to_dict()
     why, confidence = record.pop("recipe_why"), record.pop("recipe_confidence")
     for key, value in {**record, "source_kind": trick.source_kind}.items():
-        out.print(f"[bold]{key}[/]: {value}", highlight=False)
+        out.print(f"[bold]{key}[/]: {escape(_readable(value))}", highlight=False)
     if trick.recipe is not None:
         how = "" if confidence is None else f" (compiled from its text, confidence {confidence:.2f})"
         out.print(f"[bold]recipe why[/]{how}: {why or 'not recorded'}", highlight=False)
@@ -366,16 +397,16 @@ def show(ctx, trick_id, as_json):
 @click.pass_context
 def remove(ctx, source, as_json):
     """Forget a source file (or every file under a folder) and its tricks."""
-    from kb.store import KBLockedError
+    from kb.store import KBLockedError, UnknownSourceError
 
     try:
         removed = _open(ctx).remove(source)
-    except KBLockedError as error:
+    except (KBLockedError, UnknownSourceError) as error:
         raise CasebookError(str(error)) from None
     if as_json:
         _print_json({"source": source, "tricks_removed": removed})
     else:
-        out.print(f"removed {removed} tricks from {source}", highlight=False)
+        out.print(f"removed {count(removed, 'trick')} from {source}", highlight=False)
 
 
 @main.command()
@@ -393,7 +424,7 @@ def rebuild(ctx, as_json):
     if as_json:
         _print_json({"indexed": indexed})
     else:
-        out.print(f"indexed {indexed} tricks from the catalog", highlight=False)
+        out.print(f"indexed {count(indexed, 'trick')} from the catalog", highlight=False)
 
 
 @main.command()

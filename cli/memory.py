@@ -4,26 +4,32 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from agent.memory.records import NEGATIVE_KINDS, POSITIVE_KINDS, Memory, SolutionMemory
-from agent.memory.store import MEMORY_FILE, MemoryStore, UnknownMemoryError
-from cli.kb import CasebookError
+from cli.options import CasebookError, LibraryChoice, count, print_table
+
+if TYPE_CHECKING:
+    from agent.memory.records import Memory
+    from agent.memory.store import MemoryStore
 
 out = Console(soft_wrap=True)
 
 
 def memory_store(ctx: click.Context) -> MemoryStore:
     """The case library of `agent`'s --home (its vectors on --chroma-url's server, if one), made if need be."""
+    from agent.memory.store import MemoryStore
+
     return MemoryStore(ctx.obj["home"], chroma_url=ctx.obj.get("chroma_url"))
 
 
 def _store(ctx: click.Context) -> MemoryStore:
     """The home's case library; reading commands never create one."""
+    from agent.memory.store import MEMORY_FILE, MemoryStore
+
     home = ctx.obj["home"]
     if not MemoryStore.exists(home):
         raise CasebookError(f"no case library in {home} (no {MEMORY_FILE}): run `agent --home {home} solve TASK "
@@ -35,15 +41,34 @@ def _print_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
+def _kind(memory: Memory) -> str:
+    """The memory's kind for a reader: a change that did not beat its parent and left the score as it was is "no
+    change" rather than "worse" (it is still kind worse to --kind and --json)."""
+    from agent.memory.records import WORSE
+
+    return "no change" if memory.kind == WORSE and memory.delta == 0 else memory.kind
+
+
 def _what(memory: Memory) -> str:
     """One line on a memory: what was applied or what went wrong, and the score change."""
+    from agent.memory.records import SolutionMemory
+    from retrieval.metrics import describe_change
+
     if isinstance(memory, SolutionMemory):
-        return f"best {memory.spec['model']['name']} CV {memory.metric}={memory.score:.4f} ({memory.nodes} nodes)"
+        return (f"best {memory.spec['model']['name']} CV {memory.metric}={memory.score:.4f} "
+                f"({count(memory.nodes, 'node')})")
     record = memory.to_dict()
-    if record.get("delta") is not None:
-        return f"{record['op']}: {record['metric']} {record['delta']:+.4g} ({record['gain']:+.2%})"
+    if record.get("delta") is not None:  # the change of the greater-is-better score: words follow the metric's way
+        relative = f" ({abs(record['gain']):.2%})" if record["delta"] else ""
+        return f"{record['op']}: {record['metric']} {describe_change(record['delta'])}{relative}"
     repair = " [repaired]" if record.get("repair") else ""
     return f"{record.get('failure') or memory.kind}: {record.get('message', '')}{repair}"
+
+
+def _kinds() -> tuple[str, ...]:
+    from agent.memory.records import NEGATIVE_KINDS, POSITIVE_KINDS
+
+    return (*POSITIVE_KINDS, *NEGATIVE_KINDS)
 
 
 @click.group("memory")
@@ -52,7 +77,7 @@ def memory_command() -> None:
 
 
 @memory_command.command("list")
-@click.option("--kind", "kinds", type=click.Choice([*POSITIVE_KINDS, *NEGATIVE_KINDS]), multiple=True,
+@click.option("--kind", "kinds", type=LibraryChoice(_kinds), multiple=True,
               help="Only memories of this kind (repeatable).")
 @click.option("--polarity", type=click.Choice(["positive", "negative"]), default=None)
 @click.option("--task", default=None, help="Only the memories of this task (its name or key).")
@@ -61,36 +86,39 @@ def memory_command() -> None:
 @click.pass_context
 def list_command(ctx, kinds, polarity, task, list_tasks, as_json):
     """Memories (oldest first), or with --tasks the remembered tasks and whether each was solved."""
+    from agent.memory.store import MEMORY_FILE
+
     store = _store(ctx)
     if list_tasks:
         tasks = store.tasks()
         if as_json:
-            _print_json([item.to_dict() for item in tasks])
+            _print_json({"tasks": [item.to_dict() for item in tasks]})
             return
         table = Table(title=f"tasks in {store.home / MEMORY_FILE}")
         for header in ("task", "key", "solved", "best CV", "runs", "last run"):
-            table.add_column(header)
+            table.add_column(header, overflow="fold")
         for item in tasks:
             best = f"{item.metric}={item.best_score:.4f}" if item.best_score is not None else "–"
             table.add_row(item.name, item.task_key, "yes" if item.solved else "no", best, str(item.runs),
                           item.last_run_at or "–")
-        out.print(table)
+        print_table(out, table)
         return
     memories = store.list(kind=kinds or None, polarity=polarity, task=task)
     if as_json:
-        _print_json([memory.to_dict() for memory in memories])
+        _print_json({"memories": [memory.to_dict() for memory in memories]})
         return
     counts = store.counts()
-    table = Table(title=f"{len(memories)} of {counts['memories']} memories ({counts['tasks']} tasks, "
+    table = Table(title=f"{len(memories)} of {count(counts['memories'], 'memory', 'memories')} "
+                        f"({count(counts['tasks'], 'task')}, "
                         f"{counts['solved']} solved) in {store.home / MEMORY_FILE}")
     for header in ("id", "kind", "task", "node", "what"):
-        table.add_column(header, overflow="fold" if header == "what" else "ellipsis")
+        table.add_column(header, overflow="fold")  # an id cut short could not be given to `agent memory show`
     for memory in memories:
         node = getattr(memory, "node_id", None)
         style = "green" if memory.polarity == "positive" else "red"
-        table.add_row(memory.id, memory.kind, memory.task_name, "–" if node is None else str(node), _what(memory),
+        table.add_row(memory.id, _kind(memory), memory.task_name, "–" if node is None else str(node), _what(memory),
                       style=style)
-    out.print(table)
+    print_table(out, table)
 
 
 @memory_command.command("show")
@@ -99,6 +127,8 @@ def list_command(ctx, kinds, polarity, task, list_tasks, as_json):
 @click.pass_context
 def show_command(ctx, memory_id, as_json):
     """One memory, with where it came from."""
+    from agent.memory.store import UnknownMemoryError
+
     try:
         memory = _store(ctx).show(memory_id)
     except UnknownMemoryError as error:
@@ -120,6 +150,8 @@ def show_command(ctx, memory_id, as_json):
 @click.pass_context
 def forget_command(ctx, target, as_json):
     """Forget one memory (by id) or a whole task (by name or key): its memories, runs and embeddings."""
+    from agent.memory.store import UnknownMemoryError
+
     try:
         removed = _store(ctx).forget(target)
     except UnknownMemoryError as error:
@@ -127,7 +159,7 @@ def forget_command(ctx, target, as_json):
     if as_json:
         _print_json({"forgotten": target, "memories_removed": removed})
     else:
-        out.print(f"forgot {target}: {removed} memories removed", highlight=False)
+        out.print(f"forgot {target}: {count(removed, 'memory', 'memories')} removed", highlight=False)
 
 
 @memory_command.command("export")

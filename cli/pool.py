@@ -5,33 +5,52 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from agent.engine.sandbox import verbose_candidates
-from agent.memory.store import MemoryStore
-from agent.search.policy import SearchSettings
-from agent.solve import KnowledgeBaseMissing, SolveSettings, open_knowledge
-from cli.kb import CasebookError
 from cli.memory import memory_store
-from curriculum import CurriculumSettings, PoolError, PoolSettings, Ranked, load_pool, order, solve_pool
-from curriculum.solve_all import finished
-from curriculum.state import FAILED, SOLVED, PoolState, RoundRecord
+from cli.options import CasebookError, LibraryDefault, count, print_table
+
+if TYPE_CHECKING:
+    from curriculum import Ranked
+    from curriculum.state import RoundRecord
 
 console = Console(soft_wrap=True)
 
 
+def search_defaults():
+    """SearchSettings, whose defaults `agent solve` and `agent solve-all` show (imported only when they are read)."""
+    from agent.search.policy import SearchSettings
+
+    return SearchSettings
+
+
+def _rule_defaults():
+    from curriculum import CurriculumSettings
+
+    return CurriculumSettings()
+
+
+def _pool_defaults():
+    from curriculum import PoolSettings
+
+    return PoolSettings
+
+
 def rule_options(command):
     """-a, -b and -r of equation 7, for both commands."""
-    defaults = CurriculumSettings()
     for option in reversed((
-        click.option("-a", "--structure-weight", "a", type=float, default=defaults.a, show_default=True,
+        click.option("-a", "--structure-weight", "a", type=float, cls=LibraryDefault,
+                     default=lambda: _rule_defaults().a, show_default=True,
                      help="a: weight of structure similarity (Diff±) beside description similarity (Sim±)."),
-        click.option("-b", "--recency-weight", "b", type=float, default=defaults.b, show_default=True,
+        click.option("-b", "--recency-weight", "b", type=float, cls=LibraryDefault,
+                     default=lambda: _rule_defaults().b, show_default=True,
                      help="b: weight of the penalty b·exp(-λ) on a task chosen λ rounds ago."),
-        click.option("-r", "--nearest", "r", type=click.IntRange(min=1), default=defaults.r, show_default=True,
+        click.option("-r", "--nearest", "r", type=click.IntRange(min=1), cls=LibraryDefault,
+                     default=lambda: _rule_defaults().r, show_default=True,
                      help="r: how many of the most similar memories are averaged (top_r)."),
     )):
         command = option(command)
@@ -41,7 +60,7 @@ def rule_options(command):
 def _ranking_table(ranking: list[Ranked], title: str) -> Table:
     table = Table(title=title)
     table.add_column("#", justify="right")
-    table.add_column("task")
+    table.add_column("task", overflow="fold")
     for header in ("score", "Sim+", "a·Diff+", "Sim−", "a·Diff−", "b·e^−λ", "λ", "size"):
         table.add_column(header, justify="right")
     for item in ranking:
@@ -64,6 +83,11 @@ def curriculum_command(ctx, tasks_dir, out, a, b, r, as_json):
     """Print the order in which `agent solve-all --curriculum` would take the tasks of TASKS_DIR next, with every
     term of equation 7 against the memories at --home. The first row is the next task; solve-all recomputes the
     order after every task, as the memories grow."""
+    from agent.memory.store import MemoryStore
+    from curriculum import CurriculumSettings, PoolError, load_pool, order
+    from curriculum.solve_all import finished
+    from curriculum.state import PoolState
+
     home = ctx.obj["home"]
     try:
         pool = load_pool(tasks_dir)
@@ -96,7 +120,7 @@ def curriculum_command(ctx, tasks_dir, out, a, b, r, as_json):
     if not ranking:
         click.echo("every task of the pool is solved: nothing to order")
         return
-    console.print(_ranking_table(ranking, f"curriculum for {tasks_dir} (a={a:g}, b={b:g}, r={r})"))
+    print_table(console, _ranking_table(ranking, f"curriculum for {tasks_dir} (a={a:g}, b={b:g}, r={r})"))
 
 
 @click.command("solve-all")
@@ -112,15 +136,18 @@ def curriculum_command(ctx, tasks_dir, out, a, b, r, as_json):
               help="Neither read nor write the case library at --home (each task solved from scratch).")
 @click.option("--time-budget-per-task", type=click.FloatRange(min=1), default=300.0, show_default=True,
               help="Seconds for each task's solve.")
-@click.option("--steps", type=click.IntRange(min=0), default=SearchSettings.steps, show_default=True,
+@click.option("--steps", type=click.IntRange(min=0), cls=LibraryDefault, default=lambda: search_defaults().steps,
+              show_default=True,
               help="Tree-search steps per task after the drafts; the time budget usually ends a search first.")
-@click.option("--num-drafts", type=click.IntRange(min=1), default=SearchSettings.num_drafts, show_default=True,
+@click.option("--num-drafts", type=click.IntRange(min=1), cls=LibraryDefault,
+              default=lambda: search_defaults().num_drafts, show_default=True,
               help="Initial drafts per task.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the random order and of each task's search.")
 @click.option("--cv", type=click.IntRange(min=2), default=5, show_default=True, help="Cross-validation folds.")
 @click.option("--redo", is_flag=True, help="Solve again the tasks that already have a submission in --out.")
-@click.option("--max-attempts", type=click.IntRange(min=1), default=PoolSettings.max_attempts, show_default=True,
+@click.option("--max-attempts", type=click.IntRange(min=1), cls=LibraryDefault,
+              default=lambda: _pool_defaults().max_attempts, show_default=True,
               help="Tries per task in this call: a task that ends without a submission stays in the pool.")
 @rule_options
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as one JSON object.")
@@ -135,6 +162,13 @@ def solve_all_command(ctx, tasks_dir, out, use_kb, use_curriculum, no_memory, ti
     ones learned. Tasks already solved in --out are skipped unless --redo. Exit status 1 when a task is left
     without a submission.
     """
+    from agent.engine.sandbox import verbose_candidates
+    from agent.search.policy import SearchSettings
+    from agent.solve import KnowledgeBaseMissing, SolveSettings, open_knowledge
+    from curriculum import CurriculumSettings, PoolError, PoolSettings, solve_pool
+    from curriculum.solve_all import finished
+    from curriculum.state import FAILED, SOLVED
+
     home = ctx.obj["home"]
     out = out or Path("runs") / f"{tasks_dir.resolve().name}-pool"
     settings = PoolSettings(
@@ -153,7 +187,8 @@ def solve_all_command(ctx, tasks_dir, out, use_kb, use_curriculum, no_memory, ti
     def ended(record: RoundRecord) -> None:
         if record.status in (SOLVED, FAILED):
             click.echo(f"  {record.status}: best CV {record.metric}={_number(record.best_cv_score)} (baseline "
-                       f"{_number(record.baseline)}), {record.node_evaluations} nodes, {record.seconds:.0f} s", err=True)
+                       f"{_number(record.baseline)}), {count(record.node_evaluations, 'node')}, {record.seconds:.0f} s",
+                       err=True)
         else:
             click.echo(f"  {record.status}: {record.error}", err=True)
 
@@ -179,7 +214,7 @@ def solve_all_command(ctx, tasks_dir, out, use_kb, use_curriculum, no_memory, ti
         if result.already_solved:
             click.echo(f"already solved, skipped: {', '.join(result.already_solved)} (--redo solves them again)")
         click.echo(f"pool folder: {out} ({'pool.html, ' if result.report_path else ''}pool.json, one folder per task)")
-        click.echo(f"{len(result.pool.tasks) - len(unsolved)} of {len(result.pool.tasks)} tasks solved"
+        click.echo(f"{len(result.pool.tasks) - len(unsolved)} of {count(len(result.pool.tasks), 'task')} solved"
                    + (f"; without a submission: {', '.join(unsolved)}" if unsolved else ""))
     if unsolved:
         sys.exit(1)

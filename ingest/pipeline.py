@@ -35,7 +35,7 @@ UNMAPPED_EXAMPLES = 5  # the ingest report's examples of tricks no recipe fits
 @dataclass(frozen=True)
 class FileOutcome:
     source: str
-    status: str  # added | updated | skipped | failed
+    status: str  # added | updated | unchanged (same sha256, not read again) | failed
     tricks: int = 0
     error: str | None = None
 
@@ -63,7 +63,7 @@ class IngestSummary:
     def to_dict(self) -> dict:
         return {
             "files": len(self.outcomes),
-            **{status: self.count(status) for status in ("added", "updated", "skipped", "failed")},
+            **{status: self.count(status) for status in ("added", "updated", "unchanged", "failed")},
             "tricks": self.tricks,
             "seconds": round(self.seconds, 2),
             "tricks_per_second": round(self.tricks / self.seconds, 1) if self.seconds else None,
@@ -100,7 +100,9 @@ class Ingestor:
         self._unmapped = 0
         self._misses: list[tuple[float, str]] = []  # a heap of the nearest misses: (confidence, example)
 
-    def run(self, paths: Sequence[str], progress: Callable[[int, int], None] | None = None) -> IngestSummary:
+    def run(self, paths: Sequence[str], progress: Callable[[int, int, str], None] | None = None) -> IngestSummary:
+        """Ingest `paths`; `progress(files done, files, what is being done)` as it goes (a file read counts as done:
+        it waits only for its batch's embedding, which is reported as its own step)."""
         started = time.perf_counter()
         self._compiled, self._unmapped, self._misses = 0, 0, []
         found = list(discover(list(paths)))
@@ -108,17 +110,20 @@ class Ingestor:
         pending: list[_Pending] = []
         embedded = 0
 
-        def report():
+        def report(doing: str = "reading files"):
             if progress:
-                progress(len(outcomes), len(found))
+                progress(len(outcomes) + len(pending), len(found), doing)
 
         def flush():
             nonlocal embedded
+            files, tricks = len(pending), sum(len(d) for p in pending for d in p.drafts)
+            report(f"embedding, labelling and storing {tricks} tricks of {files} files")
             embedded += self._write(pending, outcomes)
             pending.clear()
-            report()
+            report(f"stored {files} files")
 
         with self.kb.write_lock():
+            report()
             for source, path, error in found:
                 if error:
                     outcomes.append(FileOutcome(source, "failed", error=error))
@@ -127,7 +132,7 @@ class Ingestor:
                 try:
                     sha = file_sha256(path)
                     if self.kb.is_current(source, sha):
-                        outcomes.append(FileOutcome(source, "skipped"))
+                        outcomes.append(FileOutcome(source, "unchanged"))
                         report()
                         continue
                     loaded = load_file(source, path, self.max_bytes)
@@ -144,6 +149,8 @@ class Ingestor:
                 pending.append(item)
                 if sum(len(d) for p in pending for d in p.drafts) >= self.batch_tricks:
                     flush()
+                else:
+                    report()
             if pending:
                 flush()
         examples = tuple(example for _, example in sorted(self._misses, reverse=True))
@@ -337,7 +344,7 @@ def _document_head(document: SourceDocument) -> str:
 
 
 def ingest(paths: Sequence[str], kb: KnowledgeBase, *, max_bytes: int = DEFAULT_MAX_BYTES,
-           batch_tricks: int = BATCH_TRICKS, progress: Callable[[int, int], None] | None = None,
+           batch_tricks: int = BATCH_TRICKS, progress: Callable[[int, int, str], None] | None = None,
            extractor: LLMExtractor | None = None) -> IngestSummary:
     """Ingest files and folders into `kb`; see `IngestSummary` for what happened to each file.
 

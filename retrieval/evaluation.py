@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,17 +105,20 @@ def _means(rows: list[dict], name: str) -> dict:
     return means
 
 
-def evaluate(retriever: HierarchicalRetriever, queries: list[EvalQuery], k: int = 10, kind: str | None = None) -> dict:
+def evaluate(retriever: HierarchicalRetriever, queries: list[EvalQuery], k: int = 10, kind: str | None = None,
+             progress: Callable[[int, int], None] | None = None) -> dict:
     """Mean metrics per method (overall, by query set, nDCG@10 by source) plus label accuracy of the task analysis,
     and per-query rows. Both methods retrieve `kind` (None: every kind, as the agent does). Graded ids the store does
     not hold are counted in `graded_not_in_store`: a store without the shared write-ups and papers cannot score the
-    fresh set."""
+    fresh set. `progress(queries done, queries)` after each query."""
     graded = sorted({trick_id for query in queries for trick_id in query.relevant})
     held = {trick_id: trick for trick_id in graded if (trick := retriever.kb.get(trick_id)) is not None}
     sources = {trick_id: trick.source_kind for trick_id, trick in held.items()}
     rows = []
     methods = {"hierarchical": lambda q: retriever.retrieve(q, k=k, kind=kind),
                "dense": lambda q: retriever.dense(q, k=k, kind=kind)}
+    if progress:
+        progress(0, len(queries))
     for query in queries:
         analysed: TaskQuery = retriever.analyse(query.description, competition=query.competition)
         predicted = analysed.labels[0] if analysed.labels else ""
@@ -124,6 +128,8 @@ def evaluate(retriever: HierarchicalRetriever, queries: list[EvalQuery], k: int 
         for name, run in methods.items():
             row[name] = score_results(query, run(analysed), k, sources)
         rows.append(row)
+        if progress:
+            progress(len(rows), len(queries))
     summary = _summary(rows, queries, methods)
     summary["graded_not_in_store"] = len(graded) - len(held)
     summary["by_set"] = {name: _summary([r for r in rows if r["set"] == name], [q for q in queries if q.set == name],

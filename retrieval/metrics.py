@@ -34,6 +34,16 @@ class MetricInfo:
         return self.name in LOG_SCALE_METRICS
 
 
+def describe_change(improvement: float, relative: bool = False) -> str:
+    """A score change in words, "improved by 0.0014", "worsened by 1.2%" or "no change", from its improvement (the
+    change of the greater-is-better score): a bare signed number reads the wrong way for a metric where lower is
+    better, such as an RMSE that went up."""
+    if improvement == 0:
+        return "no change"
+    amount = f"{abs(improvement):.2%}" if relative else f"{abs(improvement):.4g}"
+    return f"{'improved' if improvement > 0 else 'worsened'} by {amount}"
+
+
 METRICS: tuple[MetricInfo, ...] = (
     MetricInfo("rmsle", "RMSE of log values", False, False, REGRESSION,
                r"\bRMSLE\b|root[- ]mean[- ]squared?[- ]log(arithmic)?[- ]error"

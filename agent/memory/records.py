@@ -19,6 +19,7 @@ from typing import Any
 from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.spec import SolutionSpec, Step, insert_before
 from ingest.loaders import file_sha256
+from retrieval.metrics import describe_change
 from retrieval.profile import TRAIN_FILE, TaskProfile
 
 # Kinds of memory. Positive: a verified node that beat its parent, and a run's verified solution.
@@ -547,7 +548,8 @@ class Effect:
         name, delta, metric = self.best
         verb = "helped" if self.helps else "did not help"
         return (f"{verb} on {len(self.tasks)} similar task(s) ({self.helped} of {self.applications} applications "
-                f"beat their parent, mean change {self.mean_gain:+.2%}; on {name}: {metric} {delta:+.4g})")
+                f"beat their parent, the score {describe_change(self.mean_gain, relative=True)} on average; on {name}: "
+                f"{metric} {describe_change(delta)})")
 
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "op": self.op, "title": self.title, "applications": self.applications,

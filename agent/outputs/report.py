@@ -23,7 +23,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from agent.engine.compile import ENSEMBLE
-from retrieval.metrics import metric_info
+from retrieval.metrics import describe_change, metric_info
 
 RUN_FILE = "run.json"
 TRACE_FILE = "trace.jsonl"
@@ -174,7 +174,6 @@ def _environment() -> Environment:
     environment = Environment(loader=FileSystemLoader(TEMPLATES_DIR), autoescape=True, undefined=StrictUndefined,
                               trim_blocks=True, lstrip_blocks=True)
     environment.filters["score"] = lambda value: "–" if value is None else f"{value:.4f}"
-    environment.filters["signed"] = lambda value: "–" if value is None else f"{value:+.4f}"
     return environment
 
 
@@ -227,15 +226,16 @@ def composition(best_spec: Mapping[str, Any] | None, member_ids: tuple[int, ...]
 
 
 def trick_effects(nodes: list[NodeView], greater_is_better: bool) -> list[dict[str, Any]]:
-    """Each node that applied a trick: helped (verified and beat its parent's CV score), hurt (verified, not
-    better), failed (not verified), or a draft (no parent to measure it against)."""
+    """Each node that applied a trick: helped (verified and beat its parent's CV score), hurt (verified and worse),
+    unchanged, failed (not verified), or a draft (no parent to measure it against). `change` is the raw difference
+    of the CV scores, `change_words` the same in the metric's direction ("worsened by 0.0014")."""
     by_id = {node.id: node for node in nodes}
     effects = []
     for node in nodes:
         if not node.trick:
             continue
         parent = by_id.get(node.parent_id)
-        change = None
+        change, change_words = None, "–"
         if not node.valid or node.cv_score is None:
             outcome = "failed"
         elif parent is None:
@@ -244,8 +244,11 @@ def trick_effects(nodes: list[NodeView], greater_is_better: bool) -> list[dict[s
             outcome = "helped"  # a verified node beats a parent that had no verified score
         else:
             change = node.cv_score - parent.cv_score
-            outcome = "helped" if (change > 0 if greater_is_better else change < 0) else "hurt"
+            improvement = change if greater_is_better else -change
+            outcome = "helped" if improvement > 0 else "hurt" if improvement < 0 else "unchanged"
+            change_words = describe_change(improvement)
         effects.append({"node": node, "parent": parent, "outcome": outcome, "change": change,
+                        "change_words": change_words,
                         "origin": node.trick.get("competition") or node.trick.get("source") or "–"})
     return effects
 

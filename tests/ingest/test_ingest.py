@@ -102,7 +102,7 @@ def test_reingest_is_idempotent(corpus_kb):
     base, _ = corpus_kb
     before = base.count()
     again = ingest([str(WRITEUPS), str(KNOWLEDGE)], base)
-    assert again.count("skipped") == len(again.outcomes) and again.tricks == 0
+    assert again.count("unchanged") == len(again.outcomes) and again.tricks == 0
     assert base.count() == before
     assert base.collection.count() == before
 

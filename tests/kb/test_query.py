@@ -21,11 +21,11 @@ def test_query_filters_are_respected(corpus_kb):
     result = run(base, "query", "lag features and rolling means for sales forecasting", "-k", "8",
                  "--label", "time series", "--stage", "feature engineering", "--json")
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.stdout)
+    rows = json.loads(result.stdout)["tricks"]
     assert rows and all(r["stage"] == "feature engineering" for r in rows)
     assert all(any(l.startswith("Sequential Modeling") for l in r["labels"]) for r in rows)
     assert any("lag" in r["text"].lower() for r in rows[:3])
-    papers = json.loads(run(base, "query", "graph neural network on text", "--kind", "paper", "--json").stdout)
+    papers = json.loads(run(base, "query", "graph neural network on text", "--kind", "paper", "--json").stdout)["tricks"]
     assert papers and all(r["kind"] == "paper" for r in papers)
 
 
@@ -73,7 +73,7 @@ def test_tricks_for_task_type(corpus_kb):
 
 def test_labels_tree_show_export_stats(corpus_kb):
     base, _ = corpus_kb
-    tree = json.loads(run(base, "labels", "--json").stdout)
+    tree = json.loads(run(base, "labels", "--json").stdout)["labels"]
     assert len(tree) == 11 and tree[0]["name"] == "General Machine Learning"
     exported = [json.loads(line) for line in run(base, "export").stdout.splitlines()]
     assert len(exported) == base.count()

@@ -116,10 +116,10 @@ def test_agent_memory_lists_shows_exports_and_forgets(library, tasks, tmp_path):
         result = runner.invoke(main, ["--home", str(home), "memory", *args])
         return result, (json.loads(result.output) if "--json" in args and result.exit_code == 0 else None)
 
-    _, remembered = agent("list", "--tasks", "--json")
+    remembered = agent("list", "--tasks", "--json")[1]["tasks"]
     task = next(task for task in remembered if task["task_key"] == key)  # named after its latest folder
     assert task["solved"] and task["best_score"] >= first.journal.best().metric
-    _, memories = agent("list", "--json")
+    memories = agent("list", "--json")[1]["memories"]
     solution = next(memory for memory in memories if memory["kind"] == SOLUTION and memory["task_name"] == "attrition")
     _, shown = agent("show", solution["id"], "--json")
     assert shown["spec"] == first.journal.best().spec and "def build_model" in shown["solution"]
@@ -129,7 +129,7 @@ def test_agent_memory_lists_shows_exports_and_forgets(library, tasks, tmp_path):
     assert len(exported) == len(remembered) + len(memories)
     result, forgotten = agent("forget", key, "--json")
     assert forgotten["memories_removed"] == sum(memory["task_key"] == key for memory in memories) > 0
-    assert key not in [task["task_key"] for task in agent("list", "--tasks", "--json")[1]]
+    assert key not in [task["task_key"] for task in agent("list", "--tasks", "--json")[1]["tasks"]]
     result, _ = agent("show", solution["id"])
     assert result.exit_code == 2 and result.output.startswith("error: no memory")
     # `agent solve --memory` writes to the same library: a run, and a task that cannot be set up (no test.csv).

@@ -139,7 +139,7 @@ def test_improve_steps_rank_tricks_by_their_measured_effect_on_similar_tasks(tas
     advice, proposal = advised()
     assert proposal.trick.id == "tab-gbdt-small-data"
     assert "; memory: " in proposal.plan and "helped on 1 similar task(s)" in proposal.plan
-    assert "on credit: roc_auc +0.03" in proposal.plan
+    assert "on credit: roc_auc improved by 0.03" in proposal.plan
     def order(trick_id: str) -> int:
         return advice.order(applied(trick_id))[0]
 

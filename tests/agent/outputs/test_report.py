@@ -108,6 +108,7 @@ def test_tricks_are_scored_against_their_parents(solved_run):
     assert effects[better["node_id"]]["origin"] == "Some Comp"
     page = render_report(run, marked)
     assert 'id="tricks"' in page and page.count("tab-x &#39;A trick&#39;") == 3  # the journal names each once
+    assert f"<td>{effects[better['node_id']]['change_words']}</td>" in page and "improved by" in page
 
 
 def test_ensemble_composition_lists_members_weights_and_link():
