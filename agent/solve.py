@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.candidate import AttemptRecord, EngineeringRun, json_number
-from agent.engine import isolation
+from agent.engine import isolation, sandbox
 from agent.engine.dataset import Dataset, DatasetError
 from agent.engine.executors import LOCAL, make_executor
 from agent.engine.fit import check_folds
@@ -66,6 +66,15 @@ ERROR_FILE = "error.log"  # the traceback of an error that stopped the search (i
 
 class KnowledgeBaseMissing(ValueError):
     """--use-kb with a knowledge base that holds no tricks."""
+
+
+class BudgetTooSmall(ValueError):
+    """A time budget that set-up leaves too little of for any node to finish."""
+
+
+# The least a search needs once the task is set up: the first node on a small table (about 2 s, its worker's start
+# included) and the outputs (agent.search.tree.OUTPUT_SECONDS).
+MIN_SEARCH_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -139,6 +148,7 @@ def solve_task(
     With `memory`, the case library moves the tree search (agent.memory.proposer) and keeps a memory of each node
     as it finishes and of the run; the task's own memories are left out unless `reuse_own_memory`."""
     started = time.time()
+    sandbox.warm_up()  # the candidates' worker imports its libraries while the task is read
     search_settings = settings.search
     seed_loop = proposer is not None and isinstance(proposer, CandidateProposer)
     if proposer is None and settings.use_kb:
@@ -162,6 +172,12 @@ def solve_task(
             memory.write_setup_failure(profile.task_dir, str(error), name=profile.name, target=profile.target)
         raise
     notes: list[str] = [screening.note] if screening is not None else []
+    budget = search_settings.time_budget
+    if budget is not None and budget - (time.time() - started) < MIN_SEARCH_SECONDS:
+        spent = time.time() - started
+        raise BudgetTooSmall(f"--time-budget {budget:g} leaves {max(budget - spent, 0):.1f} s after {spent:.1f} s of "
+                             f"set-up, less than the {MIN_SEARCH_SECONDS:g} s a first node and the outputs need; give "
+                             f"at least {math.ceil(spent + MIN_SEARCH_SECONDS)} s")
     if settings.llm is not None and not seed_loop:
         proposer = _llm_proposer(settings, proposer, dataset, out_dir, started)
     if not seed_loop:  # before the run folder exists, so a Ray cluster that cannot be reached leaves nothing behind

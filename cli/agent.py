@@ -43,12 +43,12 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from agent.engine.spec import SpecError
     from agent.outputs.report import RunDirError
     from agent.outputs.run_folder import RunFolderError
-    from agent.solve import KnowledgeBaseMissing
+    from agent.solve import BudgetTooSmall, KnowledgeBaseMissing
     from kb.store import ChromaServerError
     from retrieval.profile import TaskSetupError
 
     return (TaskSetupError, DatasetError, SpecError, RunDirError, RunFolderError, NotRenderableError,
-            KnowledgeBaseMissing, ExecutorError, ChromaServerError)
+            KnowledgeBaseMissing, BudgetTooSmall, ExecutorError, ChromaServerError)
 
 
 def _fail(error: Exception) -> None:

@@ -285,11 +285,7 @@ def _open_job(verbose: bool) -> socket.socket:
     try:
         with _server_lock:
             for attempt in range(2):
-                if _server is None or not _server.alive():
-                    if _server is not None and _server.owner == os.getpid():
-                        _server.close()
-                    _server = _Server()
-                    atexit.register(_server.close)
+                _start_server()
                 try:
                     _server.send(fds)
                     break
@@ -305,6 +301,28 @@ def _open_job(verbose: bool) -> socket.socket:
     finally:
         theirs.close()
     return ours
+
+
+def _start_server() -> None:
+    """Start the worker server unless it runs; the caller holds _server_lock."""
+    global _server
+    if _server is None or not _server.alive():
+        if _server is not None and _server.owner == os.getpid():
+            _server.close()
+        _server = _Server()
+        atexit.register(_server.close)
+
+
+def warm_up() -> None:
+    """Start the worker server on a thread, so that its imports (the modelling libraries, a few seconds) overlap the
+    caller's own set-up; the first candidate waits for it. A server that cannot start is left for that candidate to
+    report."""
+
+    def start() -> None:
+        with _server_lock, contextlib.suppress(SandboxStartError):
+            _start_server()
+
+    threading.Thread(target=start, name="casebook-warm-up", daemon=True).start()
 
 
 def _output_fds() -> list[int]:
