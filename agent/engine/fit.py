@@ -35,6 +35,7 @@ def check_folds(dataset: Dataset, n_splits: int) -> None:
         size = int(counts[smallest])
         if size < n_splits:
             label = dataset.classes[smallest] if dataset.classes is not None else smallest
+            label = label.item() if isinstance(label, np.generic) else label
             raise DatasetError(f"{table}: class {label!r} of {dataset.target!r} has {_rows(size)}, fewer than the "
                                f"{n_splits} CV folds; {fix(size)}")
 

@@ -119,6 +119,7 @@ def _ignored_columns(preprocessing: Pipeline, probe: pd.DataFrame, expected: pd.
     n_columns = len(probe.columns)
     n_rows = int(min(_USAGE_PROBE_ROWS, max(2, _USAGE_PROBE_CELLS // max(n_columns * n_columns, 1))))
     rows = probe.iloc[:n_rows]
+    n_rows = len(rows)  # a small table's probe has fewer
     baseline = _dense(expected).iloc[:n_rows]
     perturbed = _perturbed(rows)
     batch = max(1, _USAGE_PROBE_CELLS // (n_columns * n_rows))
