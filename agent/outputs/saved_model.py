@@ -132,7 +132,12 @@ class SavedModel:
         return metric_info(self.metric).needs_proba
 
     def predict(self, frame: pd.DataFrame) -> pd.Series:
-        """The predicted label (classification, as the training table wrote it) or value of each row."""
+        """The predicted label (classification, as the training table wrote it: the most probable one, so it
+        agrees with predict_proba) or value of each row."""
+        if self.classification and (isinstance(self.model, FoldAverage) or hasattr(self.model, "predict_proba")):
+            # An ensemble's members are averaged in probability; their labels cannot be.
+            codes = np.argmax(runtime.as_probabilities(self._predict(frame, needs_proba=True)), axis=1)
+            return pd.Series(self.classes[codes], index=frame.index, name=self.target)
         prediction = runtime.as_predictions(self._predict(frame, needs_proba=False))
         values = self.classes[prediction.astype(int)] if self.classification else prediction.astype(float)
         return pd.Series(values, index=frame.index, name=self.target)
@@ -236,3 +241,15 @@ def save_final_model(out_dir: Path, dataset: Dataset, run: EngineeringRun, final
         return None, f"no {MODEL_FILE}: fitting node {node.id}'s CV fold models again failed ({error_tail(folds.error, 1)})"
     how = f"{FOLD_AVERAGE} (fitted again after the search, in {folds.seconds:.1f} s)"
     return write_model(out_dir, SavedModel.of(FoldAverage(spec, folds.members), dataset, how, node.id)), ""
+
+
+def predict_csv(run_dir: Path | str, csv_path: Path | str, out_path: Path | str) -> tuple[SavedModel, pd.DataFrame]:
+    """`agent predict`: the rows of `csv_path` predicted by the run folder's saved model (no CV, no fit) and
+    written to `out_path` as submission.csv is written; the model and the predictions."""
+    csv_path = Path(csv_path)
+    if not csv_path.is_file():
+        raise ModelInputError(f"{csv_path}: no such file; pass a CSV with the columns train.csv had")
+    saved = load_model(run_dir)
+    predictions = saved.submission(runtime.read_table(csv_path))
+    write_atomically(Path(out_path), predictions.to_csv(index=False))
+    return saved, predictions
