@@ -45,8 +45,10 @@ def test_solve_prints_the_set_up_and_ends_with_the_summary(attrition_run):
 
 def test_run_folder_holds_every_output(attrition_run):
     built, out, _ = attrition_run
-    assert {path.name for path in out.iterdir()} == {"submission.csv", "solution.py", "trace.jsonl", "run.json", "report.html"}
+    assert {path.name for path in out.iterdir()} == {"submission.csv", "solution.py", "trace.jsonl", "run.json", "report.html",
+                                                     "model.pkl", "model.json"}
     run = json.loads((out / "run.json").read_text())
+    assert run["model"]["how"] == run["final_fit"]["how"] == "refit on every row"  # the refit is the saved model
     trace = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
     nodes = run["journal"]["nodes"]
     assert len(trace) == run["n_attempts"] == len(nodes)
