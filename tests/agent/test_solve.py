@@ -85,6 +85,15 @@ def test_solution_py_reproduces_the_cv_score_in_a_fresh_process(attrition_run, t
     pd.testing.assert_frame_equal(ours, theirs)
 
 
+def test_agent_predict_with_the_refit_model_reproduces_the_submission(attrition_run, tmp_path):
+    built, out, _ = attrition_run
+    result = CliRunner().invoke(main, ["predict", str(out), str(built.task_dir / "test.csv"), "--out",
+                                       str(tmp_path / "preds.csv")])
+    assert result.exit_code == 0, result.output
+    assert "(refit on every row)" in result.output
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "preds.csv"), pd.read_csv(out / "submission.csv"))
+
+
 def test_report_command_re_renders(attrition_run):
     _, out, _ = attrition_run
     (out / "report.html").unlink()
