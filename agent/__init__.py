@@ -1,4 +1,8 @@
-"""casebook's ML engineering agent: point it at a task folder and it returns a verified solution.
+"""casebook's ML engineering agent: point it at a task folder, or give it DataFrames, and it returns a verified solution.
+
+    from agent import Predictor
+    predictor = Predictor(label="Attrition", time_budget=60).fit(train_df)
+    predictor.predict(new_df)
 
     from agent import SolveSettings, solve_task
     from retrieval.profile import profile_task
@@ -9,7 +13,8 @@ verify (leakage probes and the verifier), search (the solution tree), knowledge 
 outputs (the run folder) and seedloop (the seed card's loop). agent.evaluator scores specs for every search.
 """
 
+from agent.predictor import Predictor
 from agent.search.policy import SearchSettings
 from agent.solve import SolveResult, SolveSettings, solve_task
 
-__all__ = ["SearchSettings", "SolveResult", "SolveSettings", "solve_task"]
+__all__ = ["Predictor", "SearchSettings", "SolveResult", "SolveSettings", "solve_task"]

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from agent.candidate import SolutionCandidate
-from agent.engine.compile import compile_spec, model_names
+from agent.engine.compile import compile_spec, ensemble_members, model_names
 from agent.engine.dataset import Dataset
 from agent.engine.executors import Executor, LocalExecutor
 from agent.engine.fit import check_folds, cross_fit, cross_validate, fit_and_predict, fold_values
@@ -51,6 +51,16 @@ class Refit:
 
     model: Any
     test_prediction: Any  # None too when the dataset has no test set
+    error: str = ""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, eq=False)
+class FoldModels:
+    """A spec's CV fold models: for each ensemble member (or the one model), its fold models in fold order; empty
+    when the fit failed."""
+
+    members: tuple[tuple[Any, ...], ...]
     error: str = ""
     seconds: float = 0.0
 
@@ -159,6 +169,14 @@ class Evaluator:
         model, prediction = outcome.value if outcome.ok else (None, None)
         return Refit(model, prediction, outcome.error, outcome.elapsed)
 
+    def fit_fold_models(self, spec: SolutionSpec, dataset: Dataset, time_limit: float) -> FoldModels:
+        """The spec's CV fold models fitted again within `time_limit` seconds, each ensemble member on its own folds
+        as its node's CV fitted it: the models whose averaged test predictions a fold-average submission holds."""
+        outcome = run_isolated(_fold_models_job, spec, dataset, self._trainers_for(spec), self.step_ops,
+                               self.random_state,
+                               limits=Limits(min(self.candidate_time_limit, time_limit), self.memory_limit))
+        return FoldModels(outcome.value if outcome.ok else (), outcome.error, outcome.elapsed)
+
     def _trainers_for(self, spec: SolutionSpec) -> dict[str, Trainer]:
         # Only the trainers in use travel to the child: others may not even be picklable.
         return {name: self.trainers[name] for name in model_names(spec) if name in self.trainers}
@@ -193,6 +211,13 @@ def _evaluation_job(spec, dataset, trainers, step_ops, random_state, predict_tes
     inspection: Inspection = inspect_candidate(spec, dataset, trainers, step_ops, random_state)
     return (fold_values(fitted, dataset), fitted.predictions, fitted.test_prediction, fitted.stopped_rounds,
             fitted.fit_seconds, inspection)
+
+
+def _fold_models_job(spec, dataset, trainers, step_ops, random_state):
+    context = dataset.compile_context(random_state)
+    return tuple(tuple(cross_fit(compile_spec(member, context, trainers, step_ops), dataset, member,
+                                 keep_models=True).models)
+                 for member in ensemble_members(spec) or [spec])
 
 
 def _refit_job(spec, dataset, trainers, step_ops, random_state, rounds):

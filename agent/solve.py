@@ -48,6 +48,7 @@ from agent.outputs.run_folder import (
     write_submission,
     write_trace_line,
 )
+from agent.outputs.saved_model import read_model_record, save_final_model
 from agent.search.builtin import DRAFT_FAMILIES, BuiltinTreeProposer
 from agent.search.journal import VALID, Journal, Node
 from agent.search.policy import SearchSettings
@@ -98,6 +99,9 @@ class SolveSettings:
     # The model families the search drafts, in order (default: agent.search.builtin.DRAFT_FAMILIES), as FLAML's
     # estimator_list narrows its search.
     models: tuple[str, ...] | None = None
+    # When the submission averaged CV fold models (no refit fitted in the budget), fit them again after the search
+    # and save them in model.pkl (agent.outputs.saved_model); off, the budget is kept and there is no model.pkl.
+    save_fold_models: bool = False
 
 
 @dataclass(frozen=True)
@@ -258,6 +262,11 @@ def solve_task(
                                        fold_average=final_fit is not None and final_fit.how == FOLD_AVERAGE)
     else:  # the anytime submission's node's, when it could be rendered
         solution_path = out_dir / SOLUTION_FILE if (out_dir / SOLUTION_FILE).is_file() else None
+    model_path, model_note = save_final_model(
+        out_dir, dataset, run, final_fit, anytime.node, final_written,
+        search.evaluator if settings.save_fold_models and not seed_loop else None)
+    if model_note:
+        notes.append(model_note)
     if session is not None:
         session.finish(run, journal, solution_path)
     record = _run_record(profile, settings, dataset, run, journal, proposer, seed_loop, notes, started,
@@ -265,6 +274,7 @@ def solve_task(
     # How the submission was made: a refit on every row, or the CV fold models averaged (agent.search.tree).
     write_run_record(out_dir, {**record, "final_fit": final_fit.to_dict() if final_fit is not None else None,
                                "submission": anytime.record(), "error": failure or None,
+                               "model": read_model_record(out_dir) if model_path is not None else None,
                                "screening": screening.to_dict() if screening is not None else None})
     return SolveResult(out_dir, run, submission_path, solution_path, write_report(out_dir), tuple(notes), journal)
 

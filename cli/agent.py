@@ -118,6 +118,9 @@ def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Nodes evaluated at once (default: 1 locally, the cluster's CPUs with Ray). The journal is the "
                    "same for a given seed, steps and --workers, whichever node finishes first.")
+@click.option("--save-fold-models", is_flag=True,
+              help="When the submission averages the CV fold models (the refit did not fit in the budget), fit them "
+                   "again after the search and save them in model.pkl for `agent predict`; past the budget.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run folder (default: runs/<task>-<timestamp>/).")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as one JSON object.")
@@ -129,8 +132,7 @@ def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
 @click.pass_context
 def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, use_memory, reuse_own_memory, llm,
           llm_budget_usd, allow_unisolated_code, time_budget, steps, num_drafts, models, seed, cv, executor, ray_address,
-          workers, out, as_json, quiet,
-          verbose):
+          workers, save_fold_models, out, as_json, quiet, verbose):
     """Solve the competition task in TASK_DIR (train.csv, test.csv, description.md, sample_submission.csv).
 
     Writes submission.csv, solution.py, trace.jsonl, run.json and report.html to the run folder;
@@ -165,7 +167,8 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, use_
     settings = SolveSettings(SearchSettings(num_drafts=num_drafts, steps=steps, time_budget=time_budget, seed=seed),
                              use_kb=use_kb, cv=cv, llm=llm, llm_budget_usd=llm_budget_usd,
                              allow_unisolated_code=allow_unisolated_code, executor=executor,
-                             ray_address=ray_address, workers=workers, models=families)
+                             ray_address=ray_address, workers=workers, models=families,
+                             save_fold_models=save_fold_models)
     out_dir = out or default_out_dir(profile)
     progress = SolveProgress(Console(stderr=True, quiet=quiet or as_json), time_budget, profile.metric)
     try:
@@ -217,6 +220,31 @@ def report(run_dir: Path, as_json: bool, take_screenshot: bool) -> None:
     else:
         click.echo(f"wrote {path}" + (f" and {png}" if png else ""))
         click.echo(summary)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("csv_path", metavar="NEW_CSV", type=click.Path(path_type=Path))
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("predictions.csv"),
+              show_default=True, help="Where to write the predictions, in submission.csv's shape.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as one JSON object.")
+def predict(run_dir: Path, csv_path: Path, out_path: Path, as_json: bool) -> None:
+    """Predict the rows of NEW_CSV with the model RUN_DIR saved (model.pkl): no CV, no refit.
+
+    NEW_CSV has the columns train.csv had (the target may be absent); the predictions have
+    submission.csv's columns, with NEW_CSV's ids in its order."""
+    from agent.outputs.saved_model import ModelFileError, ModelInputError, predict_csv
+
+    try:
+        saved, predictions = predict_csv(run_dir, csv_path, out_path)
+    except (ModelFileError, ModelInputError) as error:
+        _fail(error)
+    if as_json:
+        click.echo(json.dumps({"predictions": str(out_path), "rows": len(predictions), "model": saved.how,
+                               "node": saved.node}))
+    else:
+        node = f"node {saved.node}'s " if saved.node is not None else ""
+        click.echo(f"wrote {out_path}: {count(len(predictions), 'row')} predicted by {node}model ({saved.how})")
 
 
 def _describe_search(journal: Journal, stop_reason: str, final_fit: dict | None) -> str:

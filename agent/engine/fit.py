@@ -55,13 +55,14 @@ def cross_validate_predictions(pipeline: Pipeline, dataset: Dataset, spec: Solut
     return fold_values(fitted, dataset), fitted.predictions
 
 
-def cross_fit(pipeline: Pipeline, dataset: Dataset, spec: SolutionSpec, *, predict_test: bool = False) -> runtime.CrossFit:
+def cross_fit(pipeline: Pipeline, dataset: Dataset, spec: SolutionSpec, *, predict_test: bool = False,
+              keep_models: bool = False) -> runtime.CrossFit:
     """The pipeline cross-fitted on the spec's folds (runtime.cross_fit: GBDTs stop early on each validation fold);
-    with `predict_test`, the fold models' averaged test-set predictions too."""
+    with `predict_test`, the fold models' averaged test-set predictions too; with `keep_models`, the fold models."""
     return runtime.cross_fit(
         pipeline, dataset.X, dataset.y, needs_proba=dataset.metric_info.needs_proba,
         classification=dataset.classification, n_splits=spec.validation.n_splits, seed=spec.validation.seed,
-        X_test=dataset.X_test if predict_test else None,
+        X_test=dataset.X_test if predict_test else None, keep_models=keep_models,
     )
 
 

@@ -71,11 +71,14 @@ def write_trace_line(trace: TextIO, line: Mapping[str, Any]) -> None:
     trace.flush()  # a run that is stopped keeps every line written so far
 
 
-def write_atomically(path: Path, text: str) -> Path:
-    """Write `text` to a temporary file beside `path`, then rename it over `path`: a reader, or a run killed at any
-    moment, sees the old file or the new one whole, never a part."""
+def write_atomically(path: Path, text: str | bytes) -> Path:
+    """Write `text` (or bytes) to a temporary file beside `path`, then rename it over `path`: a reader, or a run
+    killed at any moment, sees the old file or the new one whole, never a part."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
+    if isinstance(text, bytes):
+        temporary.write_bytes(text)
+    else:
+        temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
     return path
 

@@ -22,6 +22,8 @@ from agent.engine.trainers import Trainer
 
 _MAIN = '''
 
+import sys
+
 TASK = {task!r}
 
 
@@ -29,11 +31,12 @@ def build_model():
     return {model}
 
 
-def main(argv):
-    task_dir = Path(argv[1]) if len(argv) > 1 else Path(TASK["task_dir"])
-    out_path = Path(argv[2]) if len(argv) > 2 else Path("submission.csv")
+def fit_and_predict(task_dir, X_new=None):
+    """Cross-validate the model on the task in `task_dir` (printing its CV score), then predict its test rows (or
+    X_new) as the agent's submission was made: (predictions, class labels, test ids, sample submission)."""
     X, y_raw, X_test, test_ids, sample = load_task(task_dir, TASK["target"], TASK["id_column"], TASK["features"],
                                                    TASK["encodings"])
+    X_test = X_test if X_new is None else X_new
     y, classes = encode_target(y_raw, TASK["classification"], TASK["positive_class"])
     folds = cross_fit(build_model(), X, y, needs_proba=TASK["needs_proba"], classification=TASK["classification"],
                       n_splits=TASK["n_splits"], seed=TASK["seed"],
@@ -41,20 +44,52 @@ def main(argv):
     scores = fold_scores(folds.predictions, y, folds.folds, TASK["metric"])
     print(f"cv_{{TASK['metric']}}={{np.mean(scores):.10f}} folds={{[round(score, 6) for score in scores]}}")
     if TASK["final"] == "fold_average":  # the CV's fold models, their test predictions averaged
-        prediction = folds.test_prediction
-    else:  # one fit on every row; early-stopping models keep the number of trees their folds kept on average
-        model = refit(build_model(), X, y, folds.stopped_rounds)
-        n_classes = None if classes is None else len(classes)
-        prediction = predict_for_metric(model, X_test, TASK["needs_proba"], n_classes)
-    submission = submission_frame(prediction, test_ids=test_ids, id_column=TASK["id_column"], target=TASK["target"],
-                                  classes=classes, needs_proba=TASK["needs_proba"], sample=sample)
+        return folds.test_prediction, classes, test_ids, sample
+    # one fit on every row; early-stopping models keep the number of trees their folds kept on average
+    model = refit(build_model(), X, y, folds.stopped_rounds)
+    n_classes = None if classes is None else len(classes)
+    return predict_for_metric(model, X_test, TASK["needs_proba"], n_classes), classes, test_ids, sample
+
+
+def default_task_dir(here):
+    """This file's folder when it holds the task (train.csv and test.csv), else the folder it was rendered from."""
+    return here if (here / "train.csv").is_file() and (here / "test.csv").is_file() else Path(TASK["task_dir"])
+
+
+def predict_new(here, new_path):
+    """The submission for the rows of `new_path`: from the model saved beside this file (model.pkl, which needs
+    casebook to load) when there is one, with no CV and no fit; else fitted here as the submission was made."""
+    new = read_table(new_path)
+    if (here / "model.pkl").is_file():
+        try:
+            from agent.outputs.saved_model import load_model
+        except ImportError:
+            sys.exit(f"{{here / 'model.pkl'}} holds casebook's classes: install casebook to use it, or move it away "
+                     "to fit the model here instead")
+        return load_model(here).submission(new)
+    id_column = TASK["id_column"] if TASK["id_column"] in new.columns else None
+    prediction, classes, _, _ = fit_and_predict(default_task_dir(here), new[TASK["features"]])
+    return submission_frame(prediction, test_ids=new[id_column] if id_column else None, id_column=id_column,
+                            target=TASK["target"], classes=classes, needs_proba=TASK["needs_proba"], sample=None)
+
+
+def main(argv):
+    here = Path(__file__).resolve().parent
+    if len(argv) > 2 and argv[1] == "--predict":
+        out_path = Path(argv[3]) if len(argv) > 3 else Path("predictions.csv")
+        submission = predict_new(here, Path(argv[2]))
+    else:
+        task_dir = Path(argv[1]) if len(argv) > 1 else default_task_dir(here)
+        out_path = Path(argv[2]) if len(argv) > 2 else Path("submission.csv")
+        prediction, classes, test_ids, sample = fit_and_predict(task_dir)
+        submission = submission_frame(prediction, test_ids=test_ids, id_column=TASK["id_column"],
+                                      target=TASK["target"], classes=classes, needs_proba=TASK["needs_proba"],
+                                      sample=sample)
     submission.to_csv(out_path, index=False)
     print(f"wrote {{out_path}}")
 
 
 if __name__ == "__main__":
-    import sys
-
     main(sys.argv)
 '''
 
@@ -71,7 +106,9 @@ def render_solution(
 ) -> str:
     """A standalone solution.py: `python solution.py [TASK_DIR] [SUBMISSION_CSV]` prints the CV score and writes the
     submission: from one refit on every row, or with `fold_average`, from the CV fold models' averaged test
-    predictions (as the agent's submission was made when the refit did not fit in its budget)."""
+    predictions (as the agent's submission was made when the refit did not fit in its budget). TASK_DIR defaults
+    to the file's own folder when it holds the task, else the one it was rendered from; `--predict NEW_CSV` uses
+    the model.pkl beside it when there is one."""
     if dataset.task_dir is None:
         raise NotRenderableError("solution.py reads a task folder; this dataset was not loaded from one")
     task = {
@@ -92,7 +129,11 @@ def render_solution(
     docstring = (
         f'"""Solution for task {dataset.name!r}, rendered by casebook\'s agent.\n\n{headline}\n\n'
         "Usage: python solution.py [TASK_DIR] [SUBMISSION_CSV]\n"
-        f"Prints the cross-validated score, {final} and writes the submission.\n"
+        f"Prints the cross-validated score, {final} and writes the submission. TASK_DIR defaults to this\n"
+        "file's folder when it holds train.csv and test.csv, else to the task folder it was rendered from.\n"
+        "       python solution.py --predict NEW_CSV [PREDICTIONS_CSV]\n"
+        "Predicts NEW_CSV's rows with the model saved beside this file (model.pkl, loaded with casebook), or\n"
+        "without one fits as above and predicts them.\n"
         'Needs numpy, pandas and scikit-learn (and the boosting library the model uses, if any)."""\n'
     )
     model = render_model(spec, dataset, trainers, random_state, extra_steps)

@@ -45,8 +45,10 @@ def test_solve_prints_the_set_up_and_ends_with_the_summary(attrition_run):
 
 def test_run_folder_holds_every_output(attrition_run):
     built, out, _ = attrition_run
-    assert {path.name for path in out.iterdir()} == {"submission.csv", "solution.py", "trace.jsonl", "run.json", "report.html"}
+    assert {path.name for path in out.iterdir()} == {"submission.csv", "solution.py", "trace.jsonl", "run.json", "report.html",
+                                                     "model.pkl", "model.json"}
     run = json.loads((out / "run.json").read_text())
+    assert run["model"]["how"] == run["final_fit"]["how"] == "refit on every row"  # the refit is the saved model
     trace = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
     nodes = run["journal"]["nodes"]
     assert len(trace) == run["n_attempts"] == len(nodes)
@@ -81,6 +83,15 @@ def test_solution_py_reproduces_the_cv_score_in_a_fresh_process(attrition_run, t
     assert reproduced == pytest.approx(json.loads((out / "run.json").read_text())["best_cv_score"], abs=1e-9)
     ours, theirs = pd.read_csv(out / "submission.csv"), pd.read_csv(tmp_path / "sub.csv")
     pd.testing.assert_frame_equal(ours, theirs)
+
+
+def test_agent_predict_with_the_refit_model_reproduces_the_submission(attrition_run, tmp_path):
+    built, out, _ = attrition_run
+    result = CliRunner().invoke(main, ["predict", str(out), str(built.task_dir / "test.csv"), "--out",
+                                       str(tmp_path / "preds.csv")])
+    assert result.exit_code == 0, result.output
+    assert "(refit on every row)" in result.output
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "preds.csv"), pd.read_csv(out / "submission.csv"))
 
 
 def test_report_command_re_renders(attrition_run):

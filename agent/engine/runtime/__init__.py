@@ -22,7 +22,18 @@ from .columns import (
     on_columns,
     one_hot_name,
 )
-from .cv import CrossFit, cross_fit, cross_validate, fit_fold, fold_scores, make_folds, out_of_fold, refit, stops_early
+from .cv import (
+    CrossFit,
+    average_fold_models,
+    cross_fit,
+    cross_validate,
+    fit_fold,
+    fold_scores,
+    make_folds,
+    out_of_fold,
+    refit,
+    stops_early,
+)
 from .encoders import AddMissingIndicators, FrequencyEncoding, NativeCategories, OrdinalCodes, RareLevels
 from .estimators import *  # noqa: F403 - every estimator rendered source may name (boosting ones when installed)
 from .features import (

@@ -37,15 +37,17 @@ class CrossFit:
     test_prediction: np.ndarray | None = None
     stopped_rounds: dict = field(default_factory=dict)
     fit_seconds: list = field(default_factory=list)
+    models: list = field(default_factory=list)  # the fold models, in fold order, when asked to keep them
 
 
-def cross_fit(model, X, y, *, needs_proba, classification, n_splits, seed, X_test=None):
+def cross_fit(model, X, y, *, needs_proba, classification, n_splits, seed, X_test=None, keep_models=False):
     """Every row predicted by a clone of `model` fitted on the other folds (early-stopping models stop on the fold
     being predicted); with `X_test`, the fold models' test predictions averaged: class probabilities averaged (then
-    the most probable class when the metric scores labels; none for a classifier without probabilities)."""
+    the most probable class when the metric scores labels; none for a classifier without probabilities); with
+    `keep_models`, the fold models themselves."""
     n_classes = int(np.max(y)) + 1 if classification else None
     folds = make_folds(y, classification=classification, n_splits=n_splits, seed=seed)
-    predictions, test_total, rounds, seconds = None, None, {}, []
+    predictions, test_total, rounds, seconds, models = None, None, {}, [], []
     for train_rows, valid_rows in folds:
         started = time.perf_counter()
         fitted, stopped = fit_fold(model, X.iloc[train_rows], y[train_rows], X.iloc[valid_rows], y[valid_rows])
@@ -54,18 +56,42 @@ def cross_fit(model, X, y, *, needs_proba, classification, n_splits, seed, X_tes
         if predictions is None:
             predictions = np.zeros((len(y), *np.shape(prediction)[1:]), dtype=np.asarray(prediction).dtype)
         predictions[valid_rows] = prediction
-        if X_test is not None and (not classification or hasattr(fitted, "predict_proba")):
-            test = np.asarray(predict_for_metric(fitted, X_test, classification, n_classes), dtype=float)
+        test = fold_test_prediction(fitted, X_test, classification, n_classes) if X_test is not None else None
+        if test is not None:
             test_total = test if test_total is None else test_total + test
+        if keep_models:
+            models.append(fitted)
         for path, value in stopped.items():
             rounds.setdefault(path, []).append(value)
-    test_prediction = None
-    if test_total is not None:
-        test_prediction = test_total / len(folds)
-        if classification and not needs_proba:
-            test_prediction = np.argmax(test_prediction, axis=1)
+    test_prediction = None if test_total is None else averaged(test_total, len(folds), classification, needs_proba)
     return CrossFit(predictions, folds, test_prediction, {path: float(np.mean(values)) for path, values in rounds.items()},
-                    seconds)
+                    seconds, models)
+
+
+def fold_test_prediction(fitted, X_test, classification, n_classes):
+    """One fold model's test predictions as the fold average adds them up: class probabilities for classification
+    (None for a classifier without them), values for regression."""
+    if classification and not hasattr(fitted, "predict_proba"):
+        return None
+    return np.asarray(predict_for_metric(fitted, X_test, classification, n_classes), dtype=float)
+
+
+def averaged(total, n_folds, classification, needs_proba):
+    """The fold models' summed test predictions averaged; the most probable class when the metric scores labels."""
+    prediction = total / n_folds
+    return np.argmax(prediction, axis=1) if classification and not needs_proba else prediction
+
+
+def average_fold_models(models, X_test, *, needs_proba, classification, n_classes):
+    """The fold models' test predictions averaged, added up in fold order as cross_fit adds them (so the same
+    models give the same values); None for classifiers without probabilities."""
+    tests = [fold_test_prediction(fitted, X_test, classification, n_classes) for fitted in models]
+    if not tests or any(test is None for test in tests):
+        return None
+    total = tests[0]
+    for test in tests[1:]:
+        total = total + test
+    return averaged(total, len(tests), classification, needs_proba)
 
 
 def out_of_fold(model, X, y, *, needs_proba, classification, n_splits, seed):
