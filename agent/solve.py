@@ -167,7 +167,7 @@ def solve_task(
         if memory is not None and not seed_loop else None
     proposer = session.proposer if session is not None else proposer
     try:
-        dataset = Dataset.from_profile(profile)
+        dataset = Dataset.from_profile(profile, min_class_rows=settings.cv)
         check_folds(dataset, settings.cv)  # before the run folder exists, so a too-small table leaves nothing behind
         dataset, screening = screen_wide_table(dataset, search_settings.seed)
         check_submission_writer(dataset)  # a shape the writer cannot handle is found now, not after the budget
@@ -176,6 +176,12 @@ def solve_task(
             memory.write_setup_failure(profile.task_dir, str(error), name=profile.name, target=profile.target)
         raise
     notes: list[str] = [screening.note] if screening is not None else []
+    if dataset.dropped_classes:
+        notes.insert(0, f"{profile.task_dir / 'train.csv'}: left out the rows of class"
+                        f"{'es' if len(dataset.dropped_classes) > 1 else ''} "
+                        f"{', '.join(repr(label) for label in dataset.dropped_classes)} of {profile.target!r}: fewer "
+                        f"rows than the {dataset.min_class_rows} CV folds, so never predicted (pass a smaller --cv "
+                        "to keep them)")
     budget = search_settings.time_budget
     if budget is not None and budget - (time.time() - started) < MIN_SEARCH_SECONDS:
         spent = time.time() - started

@@ -14,7 +14,7 @@ of `agent solve TASK --time-budget B` is measured from outside:
 
     python -m bench.anytime_bench [--tasks grants,vocab,...] [--time-budget 60] [--root /tmp/anytime-bench]
 
-`agent solve` runs from `git archive HEAD` (a snapshot outside the work tree), so edits in progress in the work
+`agent solve` runs from `git archive HEAD` (or `--commit REV`; a snapshot outside the work tree), so edits in progress in the work
 tree cannot change what is measured and the commit stamped on the results is the code that ran. Every run is kept
 in bench/agent_runs/anytime.json (keyed by task and budget) as soon as it ends; the section
 "## Anytime submission on unseen real tables (issue 20)" of bench/RESULTS.md is rewritten from it after each run.
@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
@@ -101,7 +101,7 @@ TASKS = {
         AnytimeTask("grants", "modeldata", "grants_other", "class", "roc_auc",
                     "Predict whether a University of Melbourne grant application succeeds. "
                     "Submit the probability that `class` is `successful`.",
-                    "binary, 1,503 columns", "a real table with more than 1,000 columns (sponsor, grant category, "
+                    "binary, wide", "a real table with more than 1,000 columns (sponsor, grant category, "
                     "value band, date and ~1,500 counts of the applicants' roles, papers and departments)",
                     positive="successful"),
         AnytimeTask("vocab", "carData", "GSSvocab", "vocab", "accuracy",
@@ -138,20 +138,20 @@ TASKS = {
                     "binary, 12% positives", "binary log loss (calibration matters)", positive="yes"),
         AnytimeTask("permeability", "modeldata", "permeability_qsar", "permeability", "rmse",
                     "Predict a compound's permeability from its 1,107 binary chemical fingerprint bits.",
-                    "regression, 1,107 columns, 165 rows", "a second real wide table: more columns than rows"),
+                    "regression, wide: more columns than rows", "a second real wide table: more columns than rows"),
     )
 }
 
 
 # -- running one task ----------------------------------------------------------------------------------------------
 
-def snapshot(root: Path) -> tuple[Path, str]:
-    """HEAD's tree, extracted outside the work tree: (folder, short commit)."""
-    commit = git("rev-parse", "--short", "HEAD")
+def snapshot(root: Path, revision: str = "HEAD") -> tuple[Path, str]:
+    """The revision's tree, extracted outside the work tree: (folder, short commit)."""
+    commit = git("rev-parse", "--short", revision)
     folder = root / f"code-{commit}"
     if not (folder / "cli").is_dir():
         folder.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(["git", "archive", "HEAD"], cwd=REPO, capture_output=True, check=True).stdout
+        archive = subprocess.run(["git", "archive", commit], cwd=REPO, capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     return folder, commit
 
@@ -359,7 +359,7 @@ def markdown(runs: dict[str, dict]) -> str:
             how = f"node {r['submission_node']}: {how}"
         score = "—" if r["score"] is None else f"{r['score']:.4f}"
         lines.append(
-            f"| {r['task']} | {r['rows']:,} | {r['columns']:,} | {r['kind']} | {r['metric']} | {r['budget']:g} | "
+            f"| {r['task']} | {r['rows']:,} | {r['columns']:,} | {TASKS[r['task']].kind if r['task'] in TASKS else r['kind']} | {r['metric']} | {r['budget']:g} | "
             f"{r['wall']:.1f} | {'yes' if r['within_limit'] else '**no**'} | {r['exit']} | "
             f"{'yes' if r['valid'] else '**no**: ' + '; '.join(r['problems']) + failure(r)} | {how} | {score} | "
             f"{r.get('nodes', '—')} / {r.get('verified', '—')} | {r['peak_process_mb']:,.0f} / "
@@ -378,15 +378,17 @@ def markdown(runs: dict[str, dict]) -> str:
 @click.option("--time-budget", "budget", type=float, default=60.0, show_default=True)
 @click.option("--root", type=click.Path(path_type=Path), default=Path(tempfile.gettempdir()) / "anytime-bench",
               show_default=True, help="Task folders, run folders and the code snapshot.")
+@click.option("--commit", "revision", default="HEAD", show_default=True,
+              help="The commit whose code `agent solve` runs (so runs made apart can share one).")
 @click.option("--write/--no-write", default=True, show_default=True, help="Keep the runs and rewrite the section.")
-def main(tasks: str, budget: float, root: Path, write: bool) -> None:
+def main(tasks: str, budget: float, root: Path, revision: str, write: bool) -> None:
     names = [name.strip() for name in tasks.split(",") if name.strip()]
     unknown = [name for name in names if name not in TASKS]
     if unknown:
         raise click.BadParameter(f"unknown task(s) {unknown}: choose from {', '.join(TASKS)}")
     root.mkdir(parents=True, exist_ok=True)
     (root / "runs").mkdir(exist_ok=True)
-    code, commit = snapshot(root)
+    code, commit = snapshot(root, revision)
     for name in names:
         result = run_task(TASKS[name], budget, root, code, commit)
         if write:

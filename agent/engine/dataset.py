@@ -51,6 +51,9 @@ class Dataset:
     task_dir: Path | None = None
     ignored_files: tuple[str, ...] = ()  # task files that no solution reads
     encodings: Mapping[str, str] = field(default_factory=dict)  # task files not in UTF-8 -> their encoding
+    # Classes with fewer training rows than this are left out (runtime.drop_rare_classes), and their labels
+    min_class_rows: int | None = None
+    dropped_classes: tuple[Any, ...] = ()
 
     @property
     def metric_info(self) -> MetricInfo:
@@ -118,14 +121,18 @@ class Dataset:
         )
 
     @classmethod
-    def from_profile(cls, profile: TaskProfile) -> Dataset:
-        """The task folder's data, as the profile set it up."""
+    def from_profile(cls, profile: TaskProfile, min_class_rows: int | None = None) -> Dataset:
+        """The task folder's data, as the profile set it up; a multiclass task scored on labels leaves out the rows
+        of classes with fewer than `min_class_rows` rows (the CV's folds), which no fold could validate."""
         if profile.task_type not in (*CLASSIFICATION, "regression"):
             raise DatasetError(f"{profile.task_dir / TRAIN_FILE}: target {profile.target!r} gives task type "
                                f"{profile.task_type}; pass --target naming a class or numeric column")
         X, y_raw, X_test, test_ids, sample = runtime.load_task(
             profile.task_dir, profile.target, profile.id_column, [column.name for column in profile.columns],
             profile.encodings)
+        if profile.task_type != "multiclass" or profile.metric_info.needs_proba:
+            min_class_rows = None  # binary classes and probability columns cannot lose a class
+        X, y_raw, dropped = runtime.drop_rare_classes(X, y_raw, min_class_rows)
         positive = profile.positive_class if profile.task_type == "binary" else None
         y, classes = runtime.encode_target(y_raw, profile.task_type in CLASSIFICATION, positive)
         present = set(X.columns)
@@ -136,7 +143,8 @@ class Dataset:
             sample_submission=sample,
             task_dir=profile.task_dir,
             ignored_files=tuple(name for name in profile.files if name not in _FILES_EVERY_SOLUTION_READS),
-            encodings=dict(profile.encodings),
+            encodings=dict(profile.encodings), min_class_rows=min_class_rows,
+            dropped_classes=tuple(label.item() if isinstance(label, np.generic) else label for label in dropped),
         )
 
     def with_features(self, names: Sequence[str]) -> Dataset:

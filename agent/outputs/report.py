@@ -62,6 +62,10 @@ def read_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]
         attempts = [json.loads(line) for line in lines if line.strip()]
     except json.JSONDecodeError as error:
         raise RunDirError(f"{run_dir}: run.json or trace.jsonl is not valid JSON ({error}); re-run `agent solve`") from error
+    if run.get("status") == "running":  # the anytime record: the run was stopped, or still runs
+        node = (run.get("submission") or {}).get("node")
+        raise RunDirError(f"{run_dir}: the run has not finished (stopped, or still running); its submission.csv is "
+                          f"node {node}'s, and a report needs a finished run")
     return run, attempts
 
 

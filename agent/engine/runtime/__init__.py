@@ -58,6 +58,7 @@ from .shapes import as_predictions, as_probabilities
 from .stacking import LINKS, LinearStack, apply_link, combine
 from .targets import shifted_exp, shifted_log
 from .taskio import (
+    drop_rare_classes,
     encode_target,
     load_task,
     normalise_frame,

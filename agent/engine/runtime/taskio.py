@@ -55,6 +55,19 @@ def load_task(task_dir, target, id_column, features=None, encodings=None):
     return train[features], train[target], test[features], test_ids, sample
 
 
+def drop_rare_classes(X, y_raw, min_rows):
+    """Training rows whose class has fewer than `min_rows` rows left out (None: none), and those classes' labels: a
+    class too rare for every CV fold to hold it can be neither validated nor, scored on labels, usefully predicted."""
+    if not min_rows:
+        return X, y_raw, []
+    counts = y_raw.value_counts()
+    rare = [label for label, count in counts.items() if count < min_rows]
+    if not rare:
+        return X, y_raw, []
+    keep = ~y_raw.isin(rare).to_numpy()
+    return X[keep].reset_index(drop=True), y_raw[keep].reset_index(drop=True), rare
+
+
 def submission_frame(prediction, *, test_ids, id_column, target, classes, needs_proba, sample):
     """The submission: the sample's ids, order and columns when there is a sample, else id + target."""
     single_output = sample is not None and len(sample.columns) == (2 if id_column is not None else 1)
