@@ -14,10 +14,11 @@ of `agent solve TASK --time-budget B` is measured from outside:
 
     python -m bench.anytime_bench [--tasks grants,vocab,...] [--time-budget 60] [--root /tmp/anytime-bench]
 
-`agent solve` runs from `git archive HEAD` (or `--commit REV`; a snapshot outside the work tree), so edits in progress in the work
-tree cannot change what is measured and the commit stamped on the results is the code that ran. Every run is kept
-in bench/agent_runs/anytime.json (keyed by task and budget) as soon as it ends; the section
-"## Anytime submission on unseen real tables (issue 20)" of bench/RESULTS.md is rewritten from it after each run.
+`agent solve` runs from `git archive HEAD` (or `--commit REV`; a snapshot outside the work tree), so edits in
+progress in the work tree cannot change what is measured and the commit stamped on the results is the code that
+ran. Every run is kept in bench/agent_runs/anytime.json (keyed by task, budget and commit) as soon as it ends;
+the section "## Anytime submission on unseen real tables (issue 20)" of bench/RESULTS.md is rewritten from it
+after each run.
 """
 
 from __future__ import annotations
@@ -312,12 +313,14 @@ def run_task(task: AnytimeTask, budget: float, root: Path, code: Path, commit: s
                          hard_limit=budget * 3 + 120)
     problems = validate(task, task_dir, out / "submission.csv")
     score = held_back_score(task, task_dir, answers, out / "submission.csv") if not problems else None
+    sample_score = held_back_score(task, task_dir, answers, task_dir / "sample_submission.csv")
     log_tail = (root / "runs" / f"{task.name}-{budget:g}s.log").read_text(errors="replace").strip().splitlines()[-3:]
     return {"task": task.name, "budget": budget, "date": date.today().isoformat(), "commit": commit,
             "load_before": load_before, "rows": rows, "columns": train_shape - 2,
             "kind": task.kind, "metric": task.metric, **measured,
             "within_limit": within_limit(measured["wall"], budget), "valid": not problems, "problems": problems,
-            "score": score, **journal_summary(out / "run.json"), "log_tail": log_tail, "run_folder": str(out)}
+            "score": score, "sample_score": sample_score, **journal_summary(out / "run.json"), "log_tail": log_tail,
+            "run_folder": str(out)}
 
 
 # -- the results ---------------------------------------------------------------------------------------------------
@@ -333,33 +336,43 @@ def failure(run: dict) -> str:
 
 
 def markdown(runs: dict[str, dict]) -> str:
-    ordered = sorted(runs.values(), key=lambda r: (r["budget"], list(TASKS).index(r["task"])
+    first_run = {}
+    for r in runs.values():  # the commits in the order they were first run at
+        first_run.setdefault(r["commit"], len(first_run))
+    ordered = sorted(runs.values(), key=lambda r: (first_run[r["commit"]], r["budget"], list(TASKS).index(r["task"])
                                                    if r["task"] in TASKS else 99))
-    commits = sorted({r["commit"] for r in ordered})
+    commits = list(dict.fromkeys(r["commit"] for r in ordered))
     dates = sorted({r["date"] for r in ordered})
     loads = [r["load_before"] for r in ordered]
     lines = [SECTION, "",
-             f"`python -m bench.anytime_bench` ({', '.join(dates)}; commit {', '.join(commits)}, `agent solve` run "
-             f"from `git archive` of it; {platform.machine()}, {os.cpu_count()} cores shared with other work: "
+             f"`python -m bench.anytime_bench` ({', '.join(dates)}; commit {', '.join(commits)} as the table says, "
+             f"`agent solve` run from a `git archive` of it; {platform.machine()}, {os.cpu_count()} cores shared with "
+             "other work: "
              f"1-minute load {min(loads):.1f} to {max(loads):.1f} when runs started). One run at a time, "
              "default options (`agent solve TASK --time-budget B --out DIR --quiet`, no knowledge base, no memory). "
              "Limit: wall ≤ budget × 1.05 + 5 s. Wall: `agent solve`'s process, start to exit, timed from outside. "
              "Memory: peak RSS of the largest single process (wait4) / peak summed RSS of the process tree "
              "(sampled every 0.5 s). Valid: checked by the bench, not by casebook (the sample's columns and ids in "
              "order, no empty cell, labels as written in train.csv or probabilities in [0, 1]). Nodes: run.json's "
-             "journal, evaluated / verified (valid or explored). Rows and columns: train + test rows; feature "
+             "journal, evaluated / verified (valid or explored). The sample submission's score (the majority class, "
+             "the mode or uniform probabilities, as bench/tasks.py writes it) is there for scale. Rows and columns: "
+             "train + test rows; feature "
              "columns (without id and target).", "",
-             "| task | rows | columns | task type | metric | budget (s) | wall (s) | within limit | exit | valid "
-             "submission | submission from | held-back score | nodes evaluated / verified | peak MB (process / "
-             "tree) |",
-             "| --- | ---: | ---: | --- | --- | ---: | ---: | --- | ---: | --- | --- | ---: | ---: | ---: |"]
+             "| commit | task | rows | columns | task type | metric | budget (s) | wall (s) | within limit | exit | "
+             "valid submission | submission from | held-back score (sample submission's) | "
+             "nodes evaluated / verified | peak MB (process / tree) |",
+             "| --- | --- | ---: | ---: | --- | --- | ---: | ---: | --- | ---: | --- | --- | ---: | ---: | ---: |"]
     for r in ordered:
         how = r.get("submission_how") or "—"
         if r.get("submission_node") is not None:
             how = f"node {r['submission_node']}: {how}"
         score = "—" if r["score"] is None else f"{r['score']:.4f}"
+        if r.get("sample_score") is not None:
+            score += f" ({r['sample_score']:.4f})"
+        kind = TASKS[r["task"]].kind if r["task"] in TASKS else r["kind"]
         lines.append(
-            f"| {r['task']} | {r['rows']:,} | {r['columns']:,} | {TASKS[r['task']].kind if r['task'] in TASKS else r['kind']} | {r['metric']} | {r['budget']:g} | "
+            f"| {r['commit']} | {r['task']} | {r['rows']:,} | {r['columns']:,} | {kind} | {r['metric']} | "
+            f"{r['budget']:g} | "
             f"{r['wall']:.1f} | {'yes' if r['within_limit'] else '**no**'} | {r['exit']} | "
             f"{'yes' if r['valid'] else '**no**: ' + '; '.join(r['problems']) + failure(r)} | {how} | {score} | "
             f"{r.get('nodes', '—')} / {r.get('verified', '—')} | {r['peak_process_mb']:,.0f} / "
@@ -393,7 +406,7 @@ def main(tasks: str, budget: float, root: Path, revision: str, write: bool) -> N
         result = run_task(TASKS[name], budget, root, code, commit)
         if write:
             runs = load_runs()
-            runs[f"{name}@{budget:g}"] = result
+            runs[f"{name}@{budget:g}@{commit}"] = result
             RUNS_FILE.write_text(json.dumps(runs, indent=1, default=str), encoding="utf-8")
             write_section(RESULTS, markdown(runs))
         print(json.dumps({k: result.get(k) for k in ("task", "budget", "wall", "within_limit", "exit", "valid",
