@@ -86,7 +86,7 @@ def test_catboost_multiclass_labels_come_out_one_dimensional(penguins_frame):
 
     X = penguins_frame[["bill_length_mm", "flipper_length_mm"]].fillna(0)
     y, _ = runtime.encode_target(penguins_frame["species"], True)
-    model = CatBoostClassifier(iterations=20, verbose=False).fit(X, y)
+    model = CatBoostClassifier(iterations=20, verbose=False, allow_writing_files=False).fit(X, y)
     assert np.asarray(model.predict(X)).shape == (len(X), 1)  # what broke the submission writer
     labels = runtime.predict_for_metric(model, X, needs_proba=False)
     assert labels.shape == (len(X),) and set(labels) <= {0, 1, 2}
@@ -123,3 +123,15 @@ def test_two_runs_at_once_on_a_short_budget_both_end_with_a_submission(tmp_path)
     for k, process in enumerate(processes):
         assert process.returncode == 0, outputs[k]
         assert submission_matches_sample(task, tmp_path / f"run{k}")
+
+
+def test_a_linear_stack_with_a_catboost_regressor_refits_and_predicts_values(penguins_frame):
+    from catboost import CatBoostRegressor
+    from sklearn.linear_model import Ridge
+
+    frame = penguins_frame.dropna(subset=["bill_length_mm", "flipper_length_mm", "body_mass_g"])
+    X, y = frame[["bill_length_mm", "flipper_length_mm"]], frame["body_mass_g"].to_numpy()
+    stack = runtime.LinearStack([("m0", CatBoostRegressor(iterations=20, verbose=False, allow_writing_files=False)), ("m1", Ridge())],
+                                weights=[0.5, 0.5]).fit(X, y)  # CatBoost's regressors have classes_ too
+    predicted = runtime.predict_for_metric(stack, X, needs_proba=False)
+    assert predicted.shape == (len(X),) and abs(predicted.mean() - y.mean()) < 0.05 * y.mean()

@@ -14,6 +14,7 @@ from sklearn.preprocessing import FunctionTransformer, LabelEncoder
 from sklearn.utils import Bunch
 
 from .metrics import METRIC_FUNCTIONS, predict_for_metric
+from .shapes import predicts_classes
 from .stacking import LinearStack
 from .wrappers import ClassWeighted, EarlyStopped, SeedBagged
 
@@ -176,7 +177,7 @@ def _with_members(model, members, y):
     """A combination of members fitted on the same rows, as its own fit() would have left it."""
     model.estimators_ = members
     if isinstance(model, LinearStack):
-        if hasattr(members[0], "classes_"):
+        if predicts_classes(members[0]):
             model.classes_ = members[0].classes_
         return model
     model.named_estimators_ = Bunch(**{name: member for (name, _), member in zip(model.estimators, members)})

@@ -33,3 +33,9 @@ def as_probabilities(proba, classes=None, n_classes=None):
         full[:, np.asarray(classes, dtype=int)] = proba
         proba = full
     return proba
+
+
+def predicts_classes(model):
+    """Whether a fitted model is a classifier: it has classes and their probabilities. CatBoost's regressors have a
+    `classes_` attribute too, so that alone does not tell."""
+    return hasattr(model, "classes_") and hasattr(model, "predict_proba")

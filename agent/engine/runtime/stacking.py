@@ -4,7 +4,7 @@ import numpy as np
 from scipy.stats import rankdata
 from sklearn.base import clone
 
-from .shapes import as_predictions, as_probabilities
+from .shapes import as_predictions, as_probabilities, predicts_classes
 from .wrappers import Wrapper
 
 LINKS = ("identity", "log1p", "logit", "rank")
@@ -57,7 +57,7 @@ class LinearStack(Wrapper):
 
     def fit(self, X, y):
         self.estimators_ = [clone(estimator).fit(X, y) for _, estimator in self.estimators]
-        if hasattr(self.estimators_[0], "classes_"):
+        if predicts_classes(self.estimators_[0]):
             self.classes_ = self.estimators_[0].classes_
         return self
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
-from .shapes import as_predictions, as_probabilities
+from .shapes import as_predictions, as_probabilities, predicts_classes
 
 
 def _validation_keywords(validation):
@@ -123,7 +123,7 @@ class EarlyStopped(Wrapper):
                 X, y, weights, validation = self._held_out(X, y, weights, model)
             self.best_rounds_ = self._fit_stopping(model, X, y, weights, *validation)
         self.estimator_ = model
-        if hasattr(model, "classes_"):
+        if predicts_classes(model):
             self.classes_ = model.classes_
         return self
 
@@ -197,7 +197,7 @@ class SeedBagged(Wrapper):
         weights = {} if sample_weight is None else {"sample_weight": sample_weight}
         self.estimators_ = [clone(self.estimator).set_params(**{self.seed_param: self.random_state + k})
                             .fit(X, y, **weights, **_validation_keywords(validation)) for k in range(self.n_seeds)]
-        if hasattr(self.estimators_[0], "classes_"):
+        if predicts_classes(self.estimators_[0]):
             self.classes_ = self.estimators_[0].classes_
         return self
 
