@@ -39,11 +39,10 @@ PLAN_REASONS = re.compile(r" — |; ")  # what follows gives reasons or notes: t
 STATUS_COLOURS = {"valid": "#2e8b57", "explored": "#4f86c6", "over_time": "#8e6bbf", "buggy": "#d9822b",
                   "dead": "#9e9e9e"}
 BEST_COLOUR = "#1f5fbf"
-# The drawn tree, in pixels: a box with trainer and score, or with the id only when those would not fit the page
-# (TREE_MAX_WIDTH, the width of a section at 1280 px); the gaps between sibling boxes and between levels; the
-# margin on the left (room for the depth labels) and above.
-TREE_BOX = (112.0, 38.0)
-TREE_COMPACT_BOX = (36.0, 24.0)
+# The drawn tree, in pixels: a box's (width, height) from the most said to the least (id, trainer and score; id and
+# score; the id only), the first whose tree fits the page (TREE_MAX_WIDTH, the width of a section at 1280 px); the
+# gaps between sibling boxes and between levels; the margin on the left (room for the depth labels) and above.
+TREE_BOXES = ((112.0, 38.0), (56.0, 34.0), (36.0, 24.0))
 TREE_GAP = 10.0
 TREE_LEVEL_GAP = 34.0
 TREE_MARGIN = (60.0, 10.0)
@@ -398,12 +397,11 @@ def tree_svg(nodes: list[NodeView], best: NodeView | None, members: Mapping[int,
     """The solution tree as an inline <svg>, depth downwards from the task: boxes coloured by status, the path from
     the task to the best node drawn bold, an ensemble's other members joined to it by dotted lines. Each box links
     to its node's row in the journal (plan and code) and names its plan on hover. Boxes show trainer and score while
-    the tree fits the page at that size, just the id beyond; a tree wider than the page is scaled down, never
-    scrolled."""
-    detailed = True
-    boxes = tree_layout(nodes, *TREE_BOX)
-    if tree_extent(boxes)[0] > TREE_MAX_WIDTH:
-        detailed, boxes = False, tree_layout(nodes, *TREE_COMPACT_BOX)
+    the tree fits the page at that size, then id and score, then the id alone; a tree wider than the page even so is
+    scaled down, never scrolled."""
+    layouts = [tree_layout(nodes, *size) for size in TREE_BOXES]
+    detail = next((i for i, boxes in enumerate(layouts) if tree_extent(boxes)[0] <= TREE_MAX_WIDTH), len(layouts) - 1)
+    boxes = layouts[detail]
     width, height = tree_extent(boxes)
     by_id = {node.id: node for node in nodes}
     best_path = set(_path_to(best, by_id)) if best is not None else set()
@@ -432,9 +430,10 @@ def tree_svg(nodes: list[NodeView], best: NodeView | None, members: Mapping[int,
         colour = STATUS_COLOURS.get(node.status, STATUS_COLOURS["dead"])
         text_colour = "#333" if node.status == "dead" else "#fff"
         weight = "bold" if best is not None and node.id == best.id else "normal"
-        if detailed:
-            score = "–" if node.cv_score is None else f"{node.cv_score:.4f}"
-            label = (f'<tspan x="{box.x:.1f}" dy="-0.25em">#{node.id} {escape(_short(node.trainer))}</tspan>'
+        score = "–" if node.cv_score is None else f"{node.cv_score:.4f}"
+        if detail < 2:
+            name = f"#{node.id} {escape(_short(node.trainer))}" if detail == 0 else f"#{node.id}"
+            label = (f'<tspan x="{box.x:.1f}" dy="-0.25em">{name}</tspan>'
                      f'<tspan x="{box.x:.1f}" dy="1.2em">{score}</tspan>')
         else:
             label = f'<tspan x="{box.x:.1f}" dy="0.35em">{node.id}</tspan>'
@@ -443,7 +442,7 @@ def tree_svg(nodes: list[NodeView], best: NodeView | None, members: Mapping[int,
             f'{escape(node.status)}: {escape(node.short_plan)}</title>'
             f'<rect x="{box.left:.1f}" y="{box.top:.1f}" width="{box.width:.1f}" height="{box.height:.1f}" rx="6" '
             f'fill="{colour}" stroke="{BEST_COLOUR if on_path else "#fff"}" stroke-width="{2.2 if on_path else 0.5}"/>'
-            f'<text x="{box.x:.1f}" y="{box.y:.1f}" text-anchor="middle" font-size="{12 if detailed else 11}" '
+            f'<text x="{box.x:.1f}" y="{box.y:.1f}" text-anchor="middle" font-size="{11 if detail else 12}" '
             f'font-weight="{weight}" fill="{text_colour}">{label}</text></a>')
     parts.append("</svg>")
     return "".join(parts)

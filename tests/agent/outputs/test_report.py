@@ -19,8 +19,7 @@ from agent.outputs.report import (
     RUN_FILE,
     SCREENSHOT_FILE,
     TRACE_FILE,
-    TREE_BOX,
-    TREE_COMPACT_BOX,
+    TREE_BOXES,
     NodeView,
     composition,
     flatten_settings,
@@ -126,7 +125,7 @@ def test_tree_layout_keeps_every_box_apart_on_the_real_journal(solved_run):
     crowded = nodes + [replace(node, id=node.id + 1000, parent_id=node.parent_id) for node in nodes
                        if node.parent_id is not None]
     for tree in (nodes, crowded):
-        for size in (TREE_BOX, TREE_COMPACT_BOX):
+        for size in TREE_BOXES:
             boxes = list(tree_layout(tree, *size).values())
             assert len(boxes) == len(tree) + 1  # and the task
             assert [(a.node, b.node) for i, a in enumerate(boxes) for b in boxes[:i] if a.overlaps(b)] == []
