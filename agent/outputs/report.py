@@ -13,16 +13,16 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from agent.engine.compile import ENSEMBLE
 from retrieval.metrics import describe_change, metric_info
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 RUN_FILE = "run.json"
 TRACE_FILE = "trace.jsonl"
@@ -554,7 +554,11 @@ def _short(trainer: str) -> str:
 
 
 def new_figure(width: float, height: float) -> Figure:
-    """A figure on the Agg canvas (never a GUI backend), sized in inches."""
+    """A figure on the Agg canvas (never a GUI backend), sized in inches. matplotlib is imported here, when a report
+    is drawn, not with `agent` (a third of a second of every run's start-up)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(figure)
     return figure
@@ -563,6 +567,8 @@ def new_figure(width: float, height: float) -> Figure:
 def inline_svg(figure: Figure, name: str) -> str:
     """The figure as an <svg> element to inline: text kept as text (small, selectable), no XML prologue, and
     ids salted by the plot's name, so the page is the same each time and two plots' ids never clash."""
+    import matplotlib
+
     buffer = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": name}):
         figure.savefig(buffer, format="svg", metadata={"Date": None})
