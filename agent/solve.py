@@ -176,6 +176,8 @@ def solve_task(
             memory.write_setup_failure(profile.task_dir, str(error), name=profile.name, target=profile.target)
         raise
     notes: list[str] = [screening.note] if screening is not None else []
+    if screening is not None:  # the proposers see the columns the search learns from
+        profile = replace(profile, columns=dataset.columns)
     if dataset.dropped_classes:
         notes.insert(0, f"{profile.task_dir / 'train.csv'}: left out the rows of class"
                         f"{'es' if len(dataset.dropped_classes) > 1 else ''} "
@@ -242,7 +244,7 @@ def solve_task(
                 except Exception as error:  # noqa: BLE001 - whatever broke, the run keeps its anytime submission
                     failure = f"{type(error).__name__}: {error}"
                     write_atomically(out_dir / ERROR_FILE, traceback.format_exc())
-                    run = _stopped_run(dataset, journal, failure)
+                    run = _stopped_run(dataset, journal, failure, _baseline_or_nan(search, dataset))
 
     submission_path, final_written = None, False
     if run.test_prediction is not None:
@@ -297,14 +299,22 @@ def check_submission_writer(dataset: Dataset) -> None:
                            "test.csv's ids in one column and the predictions in the others") from error
 
 
-def _stopped_run(dataset: Dataset, journal: Journal, failure: str) -> EngineeringRun:
+def _baseline_or_nan(search: TreeSearch, dataset: Dataset) -> float:
+    """The trivial baseline's CV score for a search stopped by an error; NaN when scoring it fails too."""
+    try:
+        return search.evaluator.baseline(dataset)
+    except Exception:  # noqa: BLE001 - the error that stopped the search is the one reported
+        return math.nan
+
+
+def _stopped_run(dataset: Dataset, journal: Journal, failure: str, baseline_score: float) -> EngineeringRun:
     """The run as far as the journal got, for a search stopped by an error: its best verified node, no refit."""
     best = journal.best()
     verified = best is not None and best.status == VALID
     return EngineeringRun(
         attempts=(), best_candidate=best.candidate if verified else None,
         best_score=best.score if verified else -math.inf, model=None, metric=dataset.metric,
-        baseline_score=math.nan, best_spec=SolutionSpec.from_dict(best.spec) if verified else None,
+        baseline_score=baseline_score, best_spec=SolutionSpec.from_dict(best.spec) if verified else None,
         stop_reason=f"stopped by an error: {failure}")
 
 
@@ -347,7 +357,7 @@ def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset,
         "search": "seed loop" if seed_loop else f"tree search ({type(proposer).__name__})",
         "summary": run.summary(),
         "metric": run.metric,
-        "baseline": natural(run.baseline_score, info),
+        "baseline": json_number(natural(run.baseline_score, info)),
         "best_cv_score": json_number(natural(run.best_score, info)),
         "best_spec": run.best_spec.to_dict() if run.best_spec else None,
         "best_node": best.id if best is not None else None,

@@ -367,7 +367,8 @@ def score_plot(nodes: list[NodeView], baseline: float, metric: str, greater_is_b
         axes.scatter([best.finished], [best.cv_score], s=160, marker="*", zorder=4, color="#f2b705",
                      edgecolors="#7a5c00", label=f"best: node {best.id}")
     scores = [node.cv_score for node in verified + rejected + explored]
-    _draw_baseline(axes, baseline, scores)
+    if baseline is not None:  # None when a search stopped on an error before scoring it
+        _draw_baseline(axes, baseline, scores)
     if failed:  # no score to place them by: crosses just above the time axis
         axes.scatter([n.finished for n in failed], [0.04] * len(failed), marker="x", s=40, zorder=3,
                      color="#c62828", transform=axes.get_xaxis_transform(), label="failed (no score)")
