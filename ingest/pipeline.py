@@ -43,7 +43,8 @@ UNMAPPED_EXAMPLES = 5  # the ingest report's examples of tricks no recipe fits
 @dataclass(frozen=True)
 class FileOutcome:
     source: str
-    # added | updated | unchanged (same sha256, not read again) | skipped (a type ingest does not read) | failed
+    # added | updated | unchanged (same sha256, not read again) | failed
+    # | unsupported (a type ingest does not read, e.g. an INDEX.tsv: passed over with its reason, not a failure)
     status: str
     tricks: int = 0
     error: str | None = None
@@ -72,7 +73,7 @@ class IngestSummary:
     def to_dict(self) -> dict:
         return {
             "files": len(self.outcomes),
-            **{status: self.count(status) for status in ("added", "updated", "unchanged", "skipped", "failed")},
+            **{status: self.count(status) for status in ("added", "updated", "unchanged", "unsupported", "failed")},
             "tricks": self.tricks,
             "seconds": round(self.seconds, 2),
             "tricks_per_second": round(self.tricks / self.seconds, 1) if self.seconds else None,
@@ -80,7 +81,8 @@ class IngestSummary:
             "unmapped": self.unmapped,
             "unmapped_examples": list(self.unmapped_examples),
             "failures": [{"source": o.source, "error": o.error} for o in self.outcomes if o.status == "failed"],
-            "skipped_files": [{"source": o.source, "reason": o.error} for o in self.outcomes if o.status == "skipped"],
+            "unsupported_files": [{"source": o.source, "reason": o.error}
+                                  for o in self.outcomes if o.status == "unsupported"],
             "outcomes": [asdict(o) for o in self.outcomes],
         }
 
@@ -139,8 +141,8 @@ class Ingestor:
                     outcomes.append(FileOutcome(source, "failed", error=error))
                     report()
                     continue
-                if reason := unsupported_type(path):  # skipped, not failed: the rest of a folder is what was meant
-                    outcomes.append(FileOutcome(source, "skipped", error=reason))
+                if reason := unsupported_type(path):  # not a failure: the rest of a folder is what was meant
+                    outcomes.append(FileOutcome(source, "unsupported", error=reason))
                     report()
                     continue
                 try:
@@ -263,8 +265,10 @@ class Ingestor:
                 doc_labels: list[str]):
         file_name = Path(source.split("#", 1)[0]).name
         full_text = _document_text(document)
-        competition = document.competition or (detect_competition(full_text, file_name) if document.kind == "solution" else None)
-        rank = document.place or (detect_rank(document.text, file_name) if document.kind == "solution" else None)
+        is_writeup = document.kind == "solution"
+        # A header's competition and place outrank the guesses from the file name and the text.
+        competition = document.competition or (detect_competition(full_text, file_name) if is_writeup else None)
+        rank = document.place or (detect_rank(document.text, file_name) if is_writeup else None)
         extraction = self._extracted.pop(document, None)
         for index, (draft, vector) in enumerate(zip(drafts, vectors)):
             if draft.role == "card":

@@ -17,7 +17,7 @@ HEADERS = {
 }
 
 
-def test_header_lines_give_competition_and_place_and_the_index_is_skipped(make_kb, tmp_path):
+def test_header_lines_give_competition_and_place_and_the_index_is_passed_over(make_kb, tmp_path):
     folder = tmp_path / "tabular"
     folder.mkdir()
     shutil.copy(need(TABULAR / "INDEX.tsv"), folder / "INDEX.tsv")
@@ -33,9 +33,9 @@ def test_header_lines_give_competition_and_place_and_the_index_is_skipped(make_k
 
     assert summary.ok, summary.to_dict()["failures"]
     outcomes = {o.source.rsplit("/", 1)[-1]: o for o in summary.outcomes}
-    assert outcomes["INDEX.tsv"].status == "skipped" and "unsupported file type .tsv" in outcomes["INDEX.tsv"].error
+    assert outcomes["INDEX.tsv"].status == "unsupported" and "unsupported file type .tsv" in outcomes["INDEX.tsv"].error
     assert "\n" not in outcomes["INDEX.tsv"].error
-    assert summary.to_dict()["skipped"] == 1 and base.document(str(folder / "INDEX.tsv")) is None
+    assert summary.to_dict()["unsupported"] == 1 and base.document(str(folder / "INDEX.tsv")) is None
 
     tricks = list(base.export())
     for name, (competition, place) in expected.items():
