@@ -121,7 +121,12 @@ CUES: dict[str, tuple[str, ...]] = {
                       r"hyper-?parameters? (were |was )?(tuned|searched|optimi[sz]ed) (with|by|using)"),
 }
 _COMPILED = {op: tuple(re.compile(cue) for cue in cues) for op, cues in CUES.items()}
-_NEGATION = re.compile(r"\b(no|not|without|never)\b")  # just before a cue: "no stacking/blending" is not a technique
+# Just before a cue: "no stacking/blending" is not a technique, nor the loser of "works better than Standard Scaler".
+_NEGATION = re.compile(r"\b(no|not|without|never|than|instead of)\b")
+# A sentence that reports its technique failed is knowledge to read, not a recipe to run.
+# ("does not improve" stays: it is how early stopping is described.)
+_REJECTED = re.compile(r"\b(poor results|did ?n[o']t (help|work|improve)|does ?n[o']t (help|work)|"
+                       r"no (improvement|gain|boost)|made (it|things|the \w+) worse)\b")
 # A more specific op wins over the general one its cue also fires: op -> the ops it silences.
 # (The model named beside an ensemble or a parameter set is one of its members, or the family the parameters are for.)
 _SPECIFIC = {
@@ -147,6 +152,7 @@ class CompiledRecipe:
     confidence: float  # in [0, 1]
     why: str  # the cue that fired, the similarity to the op's description, each parameter with its words
     cue: str = ""  # the words that name the technique, "" when meaning alone chose the op
+    rejected: bool = False  # the text reports that the technique did not help
 
     def ref(self) -> dict[str, Any]:
         """The recipe ref a trick stores: {"op", "params"} (kb.records.Trick.recipe)."""
@@ -569,7 +575,7 @@ class TrickCompiler:
             stated = f"; {'; '.join(evidence)}" if evidence else "; parameters at the op's defaults"
             results.append(CompiledRecipe(op, params, round(float(np.clip(scores[best], 0.0, 1.0)), 4),
                                           f"{cue}similarity {row[best]:.3f} to the {op} description{stated}",
-                                          hits[op][0] if op in hits else ""))
+                                          hits[op][0] if op in hits else "", bool(_REJECTED.search(lowered))))
         return results
 
     def compile(self, texts: Sequence[str], vectors: np.ndarray | None = None) -> list[CompiledRecipe | None]:
@@ -582,9 +588,12 @@ class TrickCompiler:
 
     def shortfall(self, match: CompiledRecipe | None) -> str | None:
         """Why a best match is not stored, None when it is: it must reach the threshold with a cue and
-        SIMILARITY_ONLY_THRESHOLD without one, and an op of NEEDS_PARAMS needs a stated parameter."""
+        SIMILARITY_ONLY_THRESHOLD without one, an op of NEEDS_PARAMS needs a stated parameter, and the text must not
+        report that the technique failed."""
         if match is None:
             return "blank text"
+        if match.rejected:
+            return f"the text reports that {match.op} did not help"
         if match.op in NEEDS_PARAMS and not match.params:
             return f"names {match.op} but states no parameter"
         bar = self.threshold if match.cue else max(self.threshold, SIMILARITY_ONLY_THRESHOLD)

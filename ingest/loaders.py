@@ -35,6 +35,9 @@ class SourceDocument:
     sections: tuple[tuple[str, str], ...] = ()
     # Pre-split trick cards (bundled knowledge): dicts with text, labels, stage, recipe...
     cards: tuple[Mapping[str, Any], ...] = field(default=(), hash=False, compare=False)
+    # Stated by the write-up's own header lines (`competition: slug`, `place: 3rd`): they outrank any guess.
+    competition: str | None = None
+    place: int | None = None
 
 
 @dataclass(frozen=True)
@@ -61,15 +64,24 @@ def discover(paths: list[str]) -> Iterator[tuple[str, Path | None, str | None]]:
                 p for p in path.rglob("*")
                 if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
             )
-            supported = [p for p in files if p.suffix.lower() in SUPPORTED_SUFFIXES]
-            if not supported:
+            if not any(unsupported_type(p) is None for p in files):
                 yield given, None, f"no supported files in this folder (looked for {', '.join(sorted(SUPPORTED_SUFFIXES))})"
-            for file in supported:
+                continue
+            # Unsupported files come too (an INDEX.tsv beside the write-ups), so ingest can say why it skips them.
+            for file in files:
                 yield str(file), file, None
         elif path.is_file():
             yield given, path, None
         else:
             yield given, None, "no such file or folder; check the path"
+
+
+def unsupported_type(path: Path) -> str | None:
+    """Why a file's type cannot be ingested, or None when it can."""
+    suffix = path.suffix.lower()
+    if suffix in SUPPORTED_SUFFIXES:
+        return None
+    return f"unsupported file type {suffix or '(none)'}; supported: {', '.join(sorted(SUPPORTED_SUFFIXES))}"
 
 
 def _read_text(path: Path, raw: bytes) -> str:
@@ -89,6 +101,33 @@ def _title_from(text: str, path: Path) -> str:
                 return stripped
             break
     return re.sub(r"[-_]+", " ", path.stem).strip().capitalize()
+
+
+_HEADER_LINE = re.compile(r"^(source|competition|place):[ \t]*(.*?)[ \t]*$", re.IGNORECASE)
+_ORDINAL = re.compile(r"\b(\d{1,5})(?:st|nd|rd|th)\b", re.IGNORECASE)
+
+
+def _split_header(text: str) -> tuple[dict[str, str], str]:
+    """The `key: value` lines (source, competition, place) that open a write-up, and the text after them.
+
+    A curated corpus states its competition and place this way; the lines are no technique, so they leave the text.
+    """
+    lines = text.splitlines(keepends=True)
+    header: dict[str, str] = {}
+    for number, line in enumerate(lines):
+        match = _HEADER_LINE.match(line.strip())
+        if not match:
+            if header and not line.strip():
+                continue
+            return header, "".join(lines[number:]) if header else text
+        header[match.group(1).lower()] = match.group(2)
+    return header, ""
+
+
+def _place_from_header(value: str) -> int | None:
+    """The first ordinal of a `place:` line ("13th (official); ..." is 13; "top 3%" states none)."""
+    match = _ORDINAL.search(value)
+    return int(match.group(1)) if match else None
 
 
 def _html_text(raw: str) -> tuple[str, str | None]:
@@ -192,8 +231,8 @@ def _card_document(source: str, cards: list[Mapping[str, Any]]) -> SourceDocumen
 
 def load_file(source: str, path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> LoadedFile:
     suffix = path.suffix.lower()
-    if suffix not in SUPPORTED_SUFFIXES:
-        raise LoadError(f"unsupported file type {suffix or '(none)'}; supported: {', '.join(sorted(SUPPORTED_SUFFIXES))}")
+    if reason := unsupported_type(path):
+        raise LoadError(reason)
     size = path.stat().st_size
     if size == 0:
         raise LoadError("empty file; remove it or add content")
@@ -232,8 +271,10 @@ def load_file(source: str, path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> Lo
             for number, record in enumerate(records, start=1):
                 documents.extend(_from_json(f"{source}#{number}", record))
     else:
-        text = _read_text(path, raw)
+        header, text = _split_header(_read_text(path, raw))
         if not text.strip():
             raise LoadError("file has only white space; remove it or add content")
-        documents = [SourceDocument(source, "solution", _title_from(text, path), text)]
+        competition = re.sub(r"[^a-z0-9]+", "-", header.get("competition", "").lower()).strip("-") or None
+        documents = [SourceDocument(source, "solution", _title_from(text, path), text,
+                                    competition=competition, place=_place_from_header(header.get("place", "")))]
     return LoadedFile(source, sha, tuple(documents))

@@ -19,7 +19,15 @@ import numpy as np
 from ingest.compile import TrickCompiler
 from ingest.extract import TrickDraft, detect_rank, split, technique_score
 from ingest.llm_extract import Extraction, LLMExtractor
-from ingest.loaders import DEFAULT_MAX_BYTES, LoadError, SourceDocument, discover, file_sha256, load_file
+from ingest.loaders import (
+    DEFAULT_MAX_BYTES,
+    LoadError,
+    SourceDocument,
+    discover,
+    file_sha256,
+    load_file,
+    unsupported_type,
+)
 from kb.competitions import detect as detect_competition
 from kb.competitions import from_text as competition_in_text
 from kb.competitions import known_competitions
@@ -35,7 +43,9 @@ UNMAPPED_EXAMPLES = 5  # the ingest report's examples of tricks no recipe fits
 @dataclass(frozen=True)
 class FileOutcome:
     source: str
-    status: str  # added | updated | unchanged (same sha256, not read again) | failed
+    # added | updated | unchanged (same sha256, not read again) | failed
+    # | unsupported (a type ingest does not read, e.g. an INDEX.tsv: passed over with its reason, not a failure)
+    status: str
     tricks: int = 0
     error: str | None = None
 
@@ -63,7 +73,7 @@ class IngestSummary:
     def to_dict(self) -> dict:
         return {
             "files": len(self.outcomes),
-            **{status: self.count(status) for status in ("added", "updated", "unchanged", "failed")},
+            **{status: self.count(status) for status in ("added", "updated", "unchanged", "unsupported", "failed")},
             "tricks": self.tricks,
             "seconds": round(self.seconds, 2),
             "tricks_per_second": round(self.tricks / self.seconds, 1) if self.seconds else None,
@@ -71,6 +81,8 @@ class IngestSummary:
             "unmapped": self.unmapped,
             "unmapped_examples": list(self.unmapped_examples),
             "failures": [{"source": o.source, "error": o.error} for o in self.outcomes if o.status == "failed"],
+            "unsupported_files": [{"source": o.source, "reason": o.error}
+                                  for o in self.outcomes if o.status == "unsupported"],
             "outcomes": [asdict(o) for o in self.outcomes],
         }
 
@@ -127,6 +139,10 @@ class Ingestor:
             for source, path, error in found:
                 if error:
                     outcomes.append(FileOutcome(source, "failed", error=error))
+                    report()
+                    continue
+                if reason := unsupported_type(path):  # not a failure: the rest of a folder is what was meant
+                    outcomes.append(FileOutcome(source, "unsupported", error=reason))
                     report()
                     continue
                 try:
@@ -249,8 +265,10 @@ class Ingestor:
                 doc_labels: list[str]):
         file_name = Path(source.split("#", 1)[0]).name
         full_text = _document_text(document)
-        competition = detect_competition(full_text, file_name) if document.kind == "solution" else None
-        rank = detect_rank(document.text, file_name) if document.kind == "solution" else None
+        is_writeup = document.kind == "solution"
+        # A header's competition and place outrank the guesses from the file name and the text.
+        competition = document.competition or (detect_competition(full_text, file_name) if is_writeup else None)
+        rank = document.place or (detect_rank(document.text, file_name) if is_writeup else None)
         extraction = self._extracted.pop(document, None)
         for index, (draft, vector) in enumerate(zip(drafts, vectors)):
             if draft.role == "card":
@@ -331,13 +349,13 @@ def _task(document: SourceDocument) -> str | None:
 
 
 def _document_head(document: SourceDocument) -> str:
-    """What a document is about, for its labels: title, the competition (named in the text, never taken from
-    the file name) or a paper's task, and the headings of a write-up."""
+    """What a document is about, for its labels: title, the competition (its header line or named in the text,
+    never taken from the file name) or a paper's task, and the headings of a write-up."""
     parts = [_own_title(document)]
     if document.kind == "paper":
         parts += [_task(document) or ""]
     elif not document.cards:
-        slug = competition_in_text(_document_text(document))
+        slug = document.competition or competition_in_text(_document_text(document))
         parts += [c.title for c in known_competitions() if c.slug == slug]
         parts += [h.strip("*_` ") for h in _HEADING.findall(document.text)][:12]
     return ". ".join(p.strip() for p in parts if p and p.strip())[:2000]

@@ -123,6 +123,12 @@ def test_chatter_compiles_to_nothing(compiler):
         (s, m.op) for s, m in zip(thanks, compiled) if m is not None]
     assert compiler.compile(["First - thanks for the fun competition, great public solutions and contributions!"]) == [None]
     assert compiler.compile(["Single model (LightGBM only, no stacking/blending)"])[0] is None  # negated: no technique
+    # the loser of a comparison and a technique reported to fail are not recipes (real sentences, issue 22)
+    assert compiler.compile(["Raw features are normalized by the Norm-2 Normalization (Log Scaler) method, which works "
+                             "better for CNNs than Standard Scaler, Robust Scaler and Min/Max Scaler."])[0] is None
+    failed = compiler.best(["Additional experiments with feature engineering such as polynomial feature generation, "
+                            "binning, normalization, scaling, and others, yielded poor results."])[0]
+    assert not compiler.good(failed) and "did not help" in (compiler.shortfall(failed) or "")
     generic = compiler.best(["LightGBM is a gradient boosting framework that uses tree-based learning algorithms."])[0]
     assert not compiler.good(generic) and "states no parameter" in (compiler.shortfall(generic) or "")
 
