@@ -23,13 +23,13 @@ import numpy as np
 from agent.candidate import SolutionCandidate
 from agent.engine.compile import compile_spec, ensemble_members, model_names
 from agent.engine.dataset import Dataset
-from agent.engine.executors import Executor, LocalExecutor
 from agent.engine.fit import check_folds, cross_fit, cross_validate, fit_and_predict, fold_values
-from agent.engine.free_code import PROBE_LEAK, PROBE_NOT_DETERMINISTIC, ScriptRun, run_script
-from agent.engine.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run_isolated
 from agent.engine.spec import ModelSpec, SolutionSpec, SpecError, ValidationSpec
 from agent.engine.steps import StepOp
 from agent.engine.trainers import Trainer, trainer_registry
+from agent.execution.executors import Executor, LocalExecutor
+from agent.execution.free_code import PROBE_LEAK, PROBE_NOT_DETERMINISTIC, ScriptRun, run_script
+from agent.execution.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run_isolated
 from agent.verify.findings import (
     LEAK_TARGET,
     NOT_DETERMINISTIC,
@@ -136,7 +136,7 @@ class Evaluator:
     def evaluate_script(self, source: str, dataset: Dataset, run_folder: Path,
                         deadline: float = math.inf) -> tuple[Evidence, ScriptRun]:
         """A free-code script run confined in `run_folder` and scored by the engine itself on this evaluator's folds
-        (agent.engine.free_code.run_script), stopped at `deadline`: its evidence (the leakage probe's result as a
+        (agent.execution.free_code.run_script), stopped at `deadline`: its evidence (the leakage probe's result as a
         finding), and the run, which holds the script's test predictions."""
         time_limit = min(self.candidate_time_limit, deadline - time.monotonic())
         run = run_script(source, dataset, run_folder, Limits(time_limit, self.memory_limit), self.validation)

@@ -18,16 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from agent.candidate import AttemptRecord, EngineeringRun, json_number
-from agent.engine import isolation, sandbox
 from agent.engine.dataset import Dataset, DatasetError
-from agent.engine.executors import LOCAL, make_executor
 from agent.engine.fit import check_folds
-from agent.engine.isolation import allowing_unisolated_code
-from agent.engine.sandbox import DEFAULT_MEMORY_LIMIT, Limits, error_tail
 from agent.engine.screening import screen_wide_table
 from agent.engine.spec import SolutionSpec, ValidationSpec
 from agent.engine.trainers import trainer_registry
 from agent.evaluator import DEFAULT_CANDIDATE_TIME_LIMIT
+from agent.execution import isolation, sandbox
+from agent.execution.executors import LOCAL, make_executor
+from agent.execution.isolation import allowing_unisolated_code
+from agent.execution.sandbox import DEFAULT_MEMORY_LIMIT, Limits, error_tail
 from agent.knowledge.proposer import KnowledgeTreeProposer
 from agent.llm.coder import FreeCoder
 from agent.llm.proposer import LLMProposer
@@ -89,9 +89,9 @@ class SolveSettings:
     memory_limit: int | None = DEFAULT_MEMORY_LIMIT
     llm: str | None = None  # an Anthropic model id: the LLM proposer plans each step, the offline one is its fallback
     llm_budget_usd: float | None = None  # no LLM calls once this much is spent (estimated from kb.llm.PRICES)
-    # Run the LLM's scripts where the OS offers no isolation (agent.engine.isolation), under the audit hook only.
+    # Run the LLM's scripts where the OS offers no isolation (agent.execution.isolation), under the audit hook only.
     allow_unisolated_code: bool = False
-    # Where the tree search evaluates its nodes (agent.engine.executors): "local" or "ray" (the cluster at
+    # Where the tree search evaluates its nodes (agent.execution.executors): "local" or "ray" (the cluster at
     # `ray_address`), `workers` at once (default: 1 locally, the cluster's CPUs on Ray).
     executor: str = LOCAL
     ray_address: str | None = None

@@ -1,6 +1,6 @@
 """Benchmark: what the OS isolation of free code costs per script, with and without it.
 
-Each arm runs the same script through agent.engine.free_code.execute_script, `--repeats` times, alternating arms
+Each arm runs the same script through agent.execution.free_code.execute_script, `--repeats` times, alternating arms
 so that the machine's load falls on both alike:
 
     isolated     the namespaces (unshare) and Landlock, as every script runs where the kernel offers them
@@ -28,9 +28,9 @@ from pathlib import Path
 
 import click
 
-from agent.engine.free_code import execute_script
-from agent.engine.isolation import Isolation, allowing_unisolated_code, probe
-from agent.engine.sandbox import Limits
+from agent.execution.free_code import execute_script
+from agent.execution.isolation import Isolation, allowing_unisolated_code, probe
+from agent.execution.sandbox import Limits
 from bench.agent_bench import run_stamp
 from bench.results import write_section
 

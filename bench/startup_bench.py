@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 
 from tests.agent_fixtures import rdatasets_task  # noqa: E402
 
-COLD = "import agent.engine.sandbox as s; s.warm_up = lambda: None; "
+COLD = "import agent.execution.sandbox as s; s.warm_up = lambda: None; "
 
 
 def one_run(task: Path, out: Path, warm: bool) -> dict[str, float]:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 
 def _executors():
-    from agent.engine import executors
+    from agent.execution import executors
 
     return executors
 
@@ -39,8 +39,8 @@ def _user_errors() -> tuple[type[Exception], ...]:
     """The errors a user can fix: one line each, not a traceback."""
     from agent.engine.compile import NotRenderableError
     from agent.engine.dataset import DatasetError
-    from agent.engine.executors import ExecutorError
     from agent.engine.spec import SpecError
+    from agent.execution.executors import ExecutorError
     from agent.outputs.report import RunDirError
     from agent.outputs.run_folder import RunFolderError
     from agent.solve import BudgetTooSmall, KnowledgeBaseMissing
@@ -138,7 +138,7 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, use_
     Writes submission.csv, solution.py, trace.jsonl, run.json and report.html to the run folder;
     the last line printed is the run's summary.
     """
-    from agent.engine.sandbox import verbose_candidates
+    from agent.execution.sandbox import verbose_candidates
     from agent.outputs.report import read_run
     from agent.search.policy import SearchSettings
     from agent.solve import SolveSettings, default_out_dir, solve_task
@@ -283,7 +283,7 @@ def _describe_setup(profile: TaskProfile, kb_home: Path | None, llm: str | None 
     if llm is not None:
         budget = f", budget ${llm_budget_usd:g}" if llm_budget_usd is not None else ""
         lines.append(f"  LLM       {llm} (plans each step{budget}; the offline proposer when it cannot)")
-        from agent.engine import isolation
+        from agent.execution import isolation
         from agent.solve import free_code_off
 
         found = isolation.probe()

@@ -162,7 +162,7 @@ def solve_all_command(ctx, tasks_dir, out, use_kb, use_curriculum, no_memory, ti
     ones learned. Tasks already solved in --out are skipped unless --redo. Exit status 1 when a task is left
     without a submission.
     """
-    from agent.engine.sandbox import verbose_candidates
+    from agent.execution.sandbox import verbose_candidates
     from agent.search.policy import SearchSettings
     from agent.solve import KnowledgeBaseMissing, SolveSettings, open_knowledge
     from curriculum import CurriculumSettings, PoolError, PoolSettings, solve_pool

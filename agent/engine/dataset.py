@@ -68,7 +68,7 @@ class Dataset:
 
     def changed_target(self, rows: np.ndarray) -> np.ndarray:
         """The encoded target with every value in `rows` changed (the next class, or y * 3 + 7): the leakage
-        probes' perturbation (agent.verify.probes, agent.engine.free_code)."""
+        probes' perturbation (agent.verify.probes, agent.execution.free_code)."""
         y = self.y.copy()
         y[rows] = (y[rows] + 1) % len(self.classes) if self.classification else y[rows] * 3 + 7
         return y

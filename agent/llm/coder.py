@@ -2,14 +2,14 @@
 
 The planner answers a plan with a complexity score from 1 to 5. Below `threshold` the script is written in one
 pass; from it on, the plan is split into steps, and each step's code is appended to the script so far, checked
-(agent.engine.free_code.check_script: syntax, network, processes, dynamic code) and run confined in the plan's own
+(agent.execution.free_code.check_script: syntax, network, processes, dynamic code) and run confined in the plan's own
 folder (execute_script, with the task's files written by write_inputs), its error fed back, retried up to
 `attempts` times; a step that still fails abandons the plan (an LLMAnswerError: the step falls back to the offline
 proposer). The last step, and a one-pass script, are only checked: the tree search runs the whole script and scores
 it itself (Evaluator.evaluate_script: out-of-fold predictions on the engine's folds, a leakage probe), so a claimed
 or hard-coded score cannot pass, and a script that fails there is a buggy node the next debug step repairs.
 
-Scripts are run only by agent.engine.free_code, in a fresh interpreter whose environment holds no key.
+Scripts are run only by agent.execution.free_code, in a fresh interpreter whose environment holds no key.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from typing import Any
 
 from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.dataset import Dataset
-from agent.engine.free_code import (
+from agent.engine.spec import ValidationSpec
+from agent.execution.free_code import (
     REFUSED_BEFORE_RUNNING,
     SCRIPT_CONTRACT,
     check_script,
@@ -32,8 +33,7 @@ from agent.engine.free_code import (
     is_refusal,
     write_inputs,
 )
-from agent.engine.sandbox import Limits, error_tail, last_line
-from agent.engine.spec import ValidationSpec
+from agent.execution.sandbox import Limits, error_tail, last_line
 from agent.llm.answers import CodeAnswer, rationale_of
 from agent.llm.prompts import ERROR_CHARS, describe_node, describe_spec, journal_summary
 from agent.search.journal import Journal, Node

@@ -32,9 +32,9 @@ import pandas as pd
 from agent.candidate import EngineeringRun
 from agent.engine import runtime
 from agent.engine.dataset import Dataset
-from agent.engine.sandbox import error_tail
 from agent.engine.spec import SolutionSpec
 from agent.evaluator import Evaluator
+from agent.execution.sandbox import error_tail
 from agent.outputs.run_folder import write_atomically
 from agent.search.journal import Node
 from agent.search.protocols import FREE_CODE

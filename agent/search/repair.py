@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from agent.candidate import SolutionCandidate
-from agent.engine.sandbox import last_line
 from agent.engine.spec import Step, insert_before, replace_step
 from agent.engine.trainers import Trainer, steps_for, trainer_facts
+from agent.execution.sandbox import last_line
 from agent.search.journal import Node, candidate_key
 from agent.verify.findings import LEAKAGE, MEMORY, NON_FINITE, NOT_BETTER, RUN_FAILURES, TIMEOUT, Finding
 from retrieval.profile import TaskProfile

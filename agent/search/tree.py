@@ -3,7 +3,7 @@ the verifier for a verdict, and append the node to the journal (agent.search.jou
 
 `TreeSearch.run` evaluates each proposal with agent.evaluator (a sandboxed cross-validation plus leakage
 inspection), ends with the final combination step, and refits the best verified node. Only verified nodes can
-be the best, ranked by their CV score. With an executor of several workers (agent.engine.executors, e.g. a Ray
+be the best, ranked by their CV score. With an executor of several workers (agent.execution.executors, e.g. a Ray
 cluster) it draws that many proposals at a time, the later ones seeing the earlier ones as pending nodes
 (`with_pending`), evaluates them together and appends them in the order drawn, so the journal depends on the seed,
 the steps and the number of workers, never on which node finishes first.
@@ -44,13 +44,13 @@ from agent.candidate import AppliedTrick, AttemptRecord, EngineeringRun, Solutio
 from agent.engine import runtime
 from agent.engine.compile import ENSEMBLE, NotRenderableError, ensemble_spec, render_model
 from agent.engine.dataset import Dataset
-from agent.engine.executors import Executor
-from agent.engine.sandbox import DEFAULT_MEMORY_LIMIT, error_tail
 from agent.engine.spec import ModelSpec, SolutionSpec, SpecError, ValidationSpec
 from agent.engine.steps import StepOp
 from agent.engine.trainers import Trainer, default_steps
 from agent.evaluator import DEFAULT_CANDIDATE_TIME_LIMIT, Evaluator, Refit
 from agent.evaluator import sample as sample_rows
+from agent.execution.executors import Executor
+from agent.execution.sandbox import DEFAULT_MEMORY_LIMIT, error_tail
 from agent.search.blending import AVERAGE, RANK_AVERAGE, STACK, Blend, blend_candidates, blendable, blends
 from agent.search.journal import (
     BUGGY,
@@ -203,7 +203,7 @@ class TreeSearch:
         # predictions (a submission that needs no refit), so that the caller can keep a submission on disk.
         self.on_best = on_best
         self.script_dir = script_dir  # free-code nodes run in script_dir/node-<id> (a temporary folder if None)
-        self.script_runs: dict[int, Any] = {}  # free-code node id -> its agent.engine.free_code.ScriptRun
+        self.script_runs: dict[int, Any] = {}  # free-code node id -> its agent.execution.free_code.ScriptRun
 
     @property
     def trainers(self) -> Mapping[str, Trainer]:

@@ -21,10 +21,10 @@ from typing import Protocol, runtime_checkable
 
 from agent.candidate import AttemptRecord, EngineeringRun, SolutionCandidate
 from agent.engine.dataset import Dataset
-from agent.engine.sandbox import DEFAULT_MEMORY_LIMIT
 from agent.engine.steps import StepOp
 from agent.engine.trainers import Trainer
 from agent.evaluator import DEFAULT_CANDIDATE_TIME_LIMIT, Evaluator
+from agent.execution.sandbox import DEFAULT_MEMORY_LIMIT
 from agent.verify.verifier import DeterministicVerifier, Verifier
 
 

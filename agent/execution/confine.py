@@ -1,6 +1,6 @@
-"""The confinement a free-code script runs under (agent.engine.free_code starts it as
+"""The confinement a free-code script runs under (agent.execution.free_code starts it as
 `python confine.py MEMORY_BYTES CPU_SECONDS MODE SCRIPT` in the script's run folder; MODE is `isolated` inside the
-namespaces of agent.engine.isolation, else `unisolated`).
+namespaces of agent.execution.isolation, else `unisolated`).
 
 The standard library and the `landlock` package only, and nothing of casebook: this file is the child interpreter's
 `__main__`. Before the script's first line it:

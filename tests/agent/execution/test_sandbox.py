@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from agent.engine.sandbox import Limits, run_isolated
+from agent.execution.sandbox import Limits, run_isolated
 
 GIB = 1024**3
 

@@ -1,4 +1,4 @@
-"""Node evaluation on a Ray cluster (agent.engine.executors): a local cluster of 2 workers solves a real task, the
+"""Node evaluation on a Ray cluster (agent.execution.executors): a local cluster of 2 workers solves a real task, the
 journal does not depend on which node finishes first, one worker is today's search, and a worker lost mid-node is
 a failed node rather than a failed run."""
 
@@ -16,8 +16,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from agent.candidate import SolutionCandidate
 from agent.engine.dataset import Dataset
-from agent.engine.executors import LocalExecutor, RayExecutor
 from agent.engine.trainers import LINEAR_STEPS
+from agent.execution.executors import LocalExecutor, RayExecutor
 from agent.search.builtin import BuiltinTreeProposer
 from agent.search.journal import BUGGY, DRAFT, VALID
 from agent.search.policy import SearchSettings

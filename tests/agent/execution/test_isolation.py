@@ -1,4 +1,4 @@
-"""The operating system's isolation of free code (agent.engine.isolation, agent.engine.confine): each route that got
+"""The operating system's isolation of free code (agent.execution.isolation, agent.execution.confine): each route that got
 past the audit hook, and each evasion of the static check, run for real under the namespaces and Landlock.
 
 Every script here tries, through its route, to read a file outside the allow-list, write outside its run folder,
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.engine import isolation
-from agent.engine.free_code import FREE_CODE_OFF, check_script, execute_script
-from agent.engine.isolation import Isolation, allowing_unisolated_code
-from agent.engine.sandbox import Limits
+from agent.execution import isolation
+from agent.execution.free_code import FREE_CODE_OFF, check_script, execute_script
+from agent.execution.isolation import Isolation, allowing_unisolated_code
+from agent.execution.sandbox import Limits
 
 SECRET_TEXT = "PRIVATE KEY 7c1e"
 PLANTED_VARIABLE, PLANTED_VALUE = "CASEBOOK_PLANTED_SECRET", "planted-secret-93b2"
