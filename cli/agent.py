@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
+from cli.experience import experience_command
 from cli.memory import memory_command, memory_store
 from cli.options import (
     CONTEXT_SETTINGS,
@@ -317,6 +318,7 @@ def _describe_llm(record: dict | None) -> str:
 main.add_command(curriculum_command)
 main.add_command(solve_all_command)
 main.add_command(memory_command)
+main.add_command(experience_command)
 
 if __name__ == "__main__":
     main()

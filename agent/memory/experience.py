@@ -1,0 +1,254 @@
+"""An experience pack: what casebook's own agent learned on a pool of real tables, in one versioned JSON file that
+ships with casebook (as AutoGluon ships its portfolios) or that a user builds with `agent experience build`.
+
+Per pool task it keeps the task as the case library knows it (description, structure, signature), a profile
+vector, and every verified single-model configuration with its CV score, normalised error, fit seconds and rows;
+beside them the run's memories (tricks with their measured effect, failures with the repair that worked) and a
+portfolio per task kind. Never a label, a prediction or a row of data: only what the search measured."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.memory.portfolio import config_key, nearest, normalised_error, order_for, select_portfolio
+from agent.memory.records import TaskSignature
+from retrieval.metrics import metric_info
+
+PACK_FORMAT = "casebook-experience"
+PACK_VERSION = 1
+PORTFOLIO_SIZE = 12
+NEIGHBOURS = 5
+CLASSIFICATION_TYPES = ("binary", "multiclass")
+COLUMN_KINDS = ("numeric", "categorical", "text", "datetime", "id")
+# Fields of a memory that name a place on the building machine or carry a whole program: a pack keeps neither.
+_LOCAL_FIELDS = ("solution", "run_id")
+
+
+class PackError(ValueError):
+    """A file that is not an experience pack this casebook reads; the message names the file and the fix."""
+
+
+def task_kind(task_type: str) -> str:
+    """Portfolios are chosen apart for classification and regression: their specs' steps differ."""
+    return "classification" if task_type in CLASSIFICATION_TYPES else "regression"
+
+
+def profile_vector(signature: TaskSignature) -> tuple[float, ...]:
+    """Where a task sits among the pool's: log rows, log columns, each column kind's share, and its task type."""
+    counts = dict(signature.column_kinds)
+    columns = max(sum(counts.values()), 1)
+    shares = [counts.get(kind, 0) / columns for kind in COLUMN_KINDS]
+    types = [float(signature.task_type == kind) for kind in ("binary", "multiclass", "regression")]
+    return (math.log10(max(signature.n_rows, 1)), math.log10(max(signature.n_cols, 1)), *shares, *types)
+
+
+@dataclass(frozen=True)
+class ConfigResult:
+    """One verified single-model node of a pool run, scored on every row by the full CV."""
+
+    config: str  # portfolio.config_key of the spec
+    spec: Mapping[str, Any]  # SolutionSpec.to_dict()
+    score: float  # CV score in the metric's own units
+    error: float  # normalised: 0 the task's best single model, 1 its trivial baseline
+    seconds: float  # the node's CV time
+    rows: int  # rows it was scored on
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"config": self.config, "spec": dict(self.spec), "score": self.score, "error": self.error,
+                "seconds": self.seconds, "rows": self.rows}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ConfigResult:
+        return cls(data["config"], dict(data["spec"]), float(data["score"]), float(data["error"]),
+                   float(data["seconds"]), int(data["rows"]))
+
+
+@dataclass(frozen=True)
+class PoolTaskResult:
+    name: str
+    signature: TaskSignature
+    vector: tuple[float, ...]
+    metric: str
+    baseline: float
+    configs: tuple[ConfigResult, ...]
+
+    @property
+    def kind(self) -> str:
+        return task_kind(self.signature.task_type)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "signature": self.signature.to_dict(), "vector": list(self.vector),
+                "metric": self.metric, "baseline": self.baseline, "configs": [c.to_dict() for c in self.configs]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PoolTaskResult:
+        return cls(data["name"], TaskSignature.from_dict(data["signature"]), tuple(data["vector"]), data["metric"],
+                   float(data["baseline"]), tuple(ConfigResult.from_dict(c) for c in data["configs"]))
+
+
+@dataclass(frozen=True)
+class PackHeader:
+    built_with: str  # the command that built it
+    commit: str  # casebook's commit at build time
+    date: str  # ISO 8601
+    pool: str  # the task list the pool came from
+    seconds_per_task: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"built_with": self.built_with, "commit": self.commit, "date": self.date, "pool": self.pool,
+                "seconds_per_task": self.seconds_per_task}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PackHeader:
+        return cls(data["built_with"], data["commit"], data["date"], data["pool"], float(data["seconds_per_task"]))
+
+
+@dataclass(frozen=True)
+class ExperiencePack:
+    header: PackHeader
+    tasks: tuple[PoolTaskResult, ...]
+    memories: tuple[Mapping[str, Any], ...]  # the case library's records (tasks and memories), as it exports them
+    portfolios: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # task kind -> configurations
+
+    def specs(self) -> dict[str, Mapping[str, Any]]:
+        """Every configuration's spec, by config key."""
+        return {result.config: result.spec for task in self.tasks for result in task.configs}
+
+    def errors(self, kind: str) -> dict[str, dict[str, float]]:
+        """task -> configuration -> normalised error, over the pool tasks of one kind."""
+        return {task.name: {c.config: c.error for c in task.configs} for task in self.tasks if task.kind == kind}
+
+    def neighbours(self, signature: TaskSignature, k: int = NEIGHBOURS) -> list[str]:
+        """The k pool tasks of the same kind nearest to a task with this signature."""
+        kind = task_kind(signature.task_type)
+        vectors = {task.name: task.vector for task in self.tasks if task.kind == kind}
+        return nearest(profile_vector(signature), vectors, k)
+
+    def portfolio_for(self, signature: TaskSignature) -> list[Mapping[str, Any]]:
+        """The portfolio's specs for a new task, the ones best on its nearest pool tasks first."""
+        kind = task_kind(signature.task_type)
+        specs = self.specs()
+        ordered = order_for(self.portfolios.get(kind, ()), self.errors(kind), self.neighbours(signature))
+        return [specs[config] for config in ordered]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": PACK_FORMAT, "version": PACK_VERSION, "header": self.header.to_dict(),
+                "portfolios": {kind: list(configs) for kind, configs in self.portfolios.items()},
+                "tasks": [task.to_dict() for task in self.tasks], "memories": [dict(m) for m in self.memories]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ExperiencePack:
+        return cls(PackHeader.from_dict(data["header"]), tuple(PoolTaskResult.from_dict(t) for t in data["tasks"]),
+                   tuple(data.get("memories") or ()),
+                   {kind: tuple(configs) for kind, configs in (data.get("portfolios") or {}).items()})
+
+
+def task_result(run: Mapping[str, Any], signature: TaskSignature) -> PoolTaskResult | None:
+    """A pool task's verified single-model configurations from its run.json; None when none was verified."""
+    metric = run["metric"]
+    sign = 1.0 if metric_info(metric).greater_is_better else -1.0
+    nodes = [node for node in (run.get("journal") or {}).get("nodes", ())
+             if node.get("status") == "valid" and not node.get("members") and node.get("scored_on", "full") == "full"
+             and node.get("score") is not None and math.isfinite(node["score"])]
+    if not nodes:
+        return None
+    baseline = sign * float(run["baseline"])
+    best = max(sign * node["score"] for node in nodes)
+    results: dict[str, ConfigResult] = {}
+    for node in nodes:
+        key = config_key(node["spec"])
+        error = normalised_error(sign * node["score"], best, baseline)
+        if key not in results or error < results[key].error:
+            results[key] = ConfigResult(key, node["spec"], float(node["score"]), error, float(node.get("elapsed") or 0),
+                                        int(node.get("scored_rows") or signature.n_rows))
+    return PoolTaskResult(run["task"]["name"], signature, profile_vector(signature), metric, float(run["baseline"]),
+                          tuple(sorted(results.values(), key=lambda r: (r.error, r.config))))
+
+
+def shareable(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A case-library record as a pack keeps it: no solution program, no run id, a trick's source by file name."""
+    kept = {key: value for key, value in record.items() if key not in _LOCAL_FIELDS}
+    for key in ("trick",):
+        if isinstance(kept.get(key), Mapping) and kept[key].get("source"):
+            kept[key] = {**kept[key], "source": Path(kept[key]["source"]).name}
+    return kept
+
+
+def build_pack(runs: Iterable[tuple[Mapping[str, Any], TaskSignature]], records: Iterable[Mapping[str, Any]],
+               header: PackHeader, portfolio_size: int = PORTFOLIO_SIZE) -> ExperiencePack:
+    """The pack of a pool: each (run.json, its task's signature), the case library's records of the same runs, and
+    per task kind the greedy portfolio of `portfolio_size` configurations."""
+    tasks = tuple(result for run, signature in runs if (result := task_result(run, signature)) is not None)
+    pack = ExperiencePack(header, tasks, tuple(shareable(record) for record in records))
+    portfolios = {kind: tuple(choice.config for choice in select_portfolio(pack.errors(kind), portfolio_size))
+                  for kind in ("classification", "regression")}
+    return ExperiencePack(header, tasks, pack.memories, portfolios)
+
+
+def write_pack(pack: ExperiencePack, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(pack.to_dict(), indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    return path
+
+
+def read_pack(path: str | Path) -> ExperiencePack:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise PackError(f"{path}: not a readable experience pack ({error}); rebuild it with "
+                        "`agent experience build POOL --out FILE`") from None
+    if not isinstance(data, dict) or data.get("format") != PACK_FORMAT:
+        raise PackError(f"{path}: not an experience pack (no \"format\": {PACK_FORMAT!r}); build one with "
+                        "`agent experience build POOL --out FILE`")
+    if data.get("version") != PACK_VERSION:
+        raise PackError(f"{path}: experience pack version {data.get('version')}, this casebook reads version "
+                        f"{PACK_VERSION}; rebuild it with `agent experience build POOL --out FILE`")
+    return ExperiencePack.from_dict(data)
+
+
+def measured_effects(pack: ExperiencePack, neighbours: Sequence[str]) -> dict[str, float]:
+    """The mean relative gain of each trick op (or built-in change) on the given pool tasks, from the improvements
+    and the changes that made things worse."""
+    names = set(neighbours)
+    gains: dict[str, list[float]] = {}
+    for record in pack.memories:
+        if record.get("task_name") in names and record.get("op") and record.get("gain") is not None:
+            gains.setdefault(record["op"], []).append(float(record["gain"]))
+    return {op: sum(values) / len(values) for op, values in gains.items()}
+
+
+USER_PACKS = "experience"  # the folder of a casebook home that holds the packs a user added
+
+
+def bundled_pack_path() -> Path | None:
+    """The pack shipped with casebook (data/experience/pack.json), None when this install has none."""
+    from kb.config import data_path
+
+    path = data_path("experience", "pack.json")
+    return path if path.is_file() else None
+
+
+def user_pack_paths(home: str | Path) -> list[Path]:
+    """The packs a user added to this home with `agent experience use`, in name order."""
+    return sorted((Path(home) / USER_PACKS).glob("*.json"))
+
+
+def add_pack(home: str | Path, path: str | Path) -> Path:
+    """Check that `path` is a pack this casebook reads, then keep a copy in the home (so moving or rebuilding the
+    original does not change what later runs use). Returns the copy's path."""
+    pack = read_pack(path)
+    copy = Path(home) / USER_PACKS / Path(path).name
+    return write_pack(pack, copy)
+
+
+def packs_in_use(home: str | Path, *, bundled: bool = True) -> list[tuple[Path, ExperiencePack]]:
+    """The bundled pack (unless `bundled` is off) and the home's own, each with its file."""
+    paths = [*([found] if bundled and (found := bundled_pack_path()) else []), *user_pack_paths(home)]
+    return [(path, read_pack(path)) for path in paths]

@@ -1,0 +1,66 @@
+"""`agent experience build` as a library call: solve a pool of tasks (curriculum on) with a case library of its
+own, then export what it learned as an experience pack (agent.memory.experience).
+
+The pool's runs and case library live in a work folder beside the pack (`<pack>.runs/` unless given), so that an
+interrupted build resumes where it stopped (solve_pool skips the tasks already solved) and a user's own memories
+never mix with the pool's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from agent.memory.experience import ExperiencePack, PackHeader, build_pack, write_pack
+from agent.memory.records import TaskSignature
+from agent.memory.store import MemoryStore
+from agent.outputs.report import RUN_FILE
+from curriculum.solve_all import PoolSettings, finished, solve_pool
+from curriculum.state import RoundRecord
+from kb.embedding import Embedder
+
+POOL_MEMORY = "memory"
+
+
+def work_folder(pack_path: Path) -> Path:
+    return pack_path.with_name(pack_path.name + ".runs")
+
+
+def casebook_commit() -> str:
+    """The commit casebook runs from, "unknown" outside a git checkout."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, text=True,
+                              capture_output=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def export_pack(work_dir: Path, header: PackHeader, *, embedder: Embedder | None = None) -> ExperiencePack:
+    """The pack of a finished (or partly finished) pool build in `work_dir`: every solved task's run.json and the
+    pool's case library."""
+    with MemoryStore(work_dir / POOL_MEMORY, embedder=embedder) as store:
+        records = list(store.export())
+    signatures = {record["name"]: TaskSignature.from_dict(record["signature"])
+                  for record in records if record["kind"] == "task" and record.get("signature")}
+    runs = [(json.loads((work_dir / name / RUN_FILE).read_text(encoding="utf-8")), signature)
+            for name, signature in sorted(signatures.items()) if finished(work_dir / name)]
+    return build_pack(runs, records, header)
+
+
+def build_experience(tasks_dir: str | Path, pack_path: str | Path, settings: PoolSettings, *, command: str,
+                     work_dir: Path | None = None, embedder: Embedder | None = None,
+                     on_round: Callable[[RoundRecord], None] | None = None) -> ExperiencePack:
+    """Solve the pool in `tasks_dir` (curriculum on, its own case library), then write its pack to `pack_path`."""
+    pack_path = Path(pack_path)
+    work = work_dir or work_folder(pack_path)
+    settings = replace(settings, curriculum=True, use_memory=True)
+    with MemoryStore(work / POOL_MEMORY, embedder=embedder) as store:
+        solve_pool(tasks_dir, work, settings, memory=store, on_round=on_round)
+    header = PackHeader(command, casebook_commit(), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        str(tasks_dir), float(settings.solve.search.time_budget or 0))
+    pack = export_pack(work, header, embedder=embedder)
+    write_pack(pack, pack_path)
+    return pack
