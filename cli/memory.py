@@ -1,5 +1,6 @@
-"""`agent memory`: the case library's command line, a thin layer over agent.memory.store.MemoryStore. The home is
-`agent`'s own --home (`agent --home DIR memory list`)."""
+"""`agent memory`: the case library's command line over agent.memory.store.MemoryStore, and how its tasks and
+memories are listed (the tables, a memory in one line, the export). The home is `agent`'s own --home
+(`agent --home DIR memory list`)."""
 
 from __future__ import annotations
 
@@ -107,10 +108,10 @@ def list_command(ctx, kinds, polarity, task, list_tasks, as_json):
     if as_json:
         _print_json({"memories": [memory.to_dict() for memory in memories]})
         return
-    counts = store.counts()
-    table = Table(title=f"{len(memories)} of {count(counts['memories'], 'memory', 'memories')} "
-                        f"({count(counts['tasks'], 'task')}, "
-                        f"{counts['solved']} solved) in {store.home / MEMORY_FILE}")
+    total = len(store.list()) if kinds or polarity or task else len(memories)
+    tasks = store.tasks()
+    table = Table(title=f"{len(memories)} of {count(total, 'memory', 'memories')} ({count(len(tasks), 'task')}, "
+                        f"{sum(item.solved for item in tasks)} solved) in {store.home / MEMORY_FILE}")
     for header in ("id", "kind", "task", "node", "what"):
         table.add_column(header, overflow="fold")  # an id cut short could not be given to `agent memory show`
     for memory in memories:
@@ -167,7 +168,8 @@ def forget_command(ctx, target, as_json):
 @click.pass_context
 def export_command(ctx, as_json):
     """Every task (kind "task") and every memory, one JSON object per line."""
-    records = list(_store(ctx).export())
+    store = _store(ctx)
+    records = [{"kind": "task", **task.to_dict()} for task in store.tasks()] + [m.to_dict() for m in store.list()]
     if as_json:
         _print_json({"tasks": [r for r in records if r["kind"] == "task"],
                      "memories": [r for r in records if r["kind"] != "task"]})

@@ -13,7 +13,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from agent.memory.records import description_text, structure_text, task_key
+from agent.memory.records import task_key
+from agent.memory.text import description_text, structure_text
 from curriculum.rule import CurriculumSettings, Similarities, Terms, rank, score
 from kb.embedding import Embedder
 from retrieval.profile import TRAIN_FILE, TaskProfile, TaskSetupError, profile_task
@@ -24,8 +25,8 @@ class MemoryTask(Protocol):
 
     task_key: str
     name: str
-    description: str  # agent.memory.records.description_text
-    structure: str  # agent.memory.records.structure_text
+    description: str  # agent.memory.text.description_text
+    structure: str  # agent.memory.text.structure_text
     solved: bool
 
     @property

@@ -7,7 +7,7 @@ For a pool of tasks, the next task is
 - Sim+ / Sim- (pool x memory): cosine similarity of a pool task's description to the descriptions of the tasks in
   the positive (solved) and the negative (failed) memory;
 - Diff+ / Diff-: the same for the natural-language descriptions of the tasks' structure
-  (agent.memory.records.structure_text);
+  (agent.memory.text.structure_text);
 - top_r: the mean of the r largest values of a row; a row with fewer than r known values averages those it has,
   and a row with none (an empty memory) contributes 0;
 - lambda_i: rounds since task i was last chosen; a task never tried gets no penalty.

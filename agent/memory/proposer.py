@@ -23,16 +23,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.trainers import Trainer, trainer_registry
-from agent.memory.records import (
-    LEAKAGE,
-    Effect,
-    NegativeMemory,
-    PastError,
-    Recall,
-    error_class,
-    failure_message,
-    message_key,
-)
+from agent.memory.records import LEAKAGE, Effect, NegativeMemory, PastError, Recall
+from agent.memory.text import error_class, failure_message, message_key
 from agent.search.journal import Journal, Node, candidate_key
 from agent.search.protocols import BlendingProposer, ObservingProposer, Proposal, TreeProposer
 from retrieval.profile import TaskProfile

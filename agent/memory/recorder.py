@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agent.candidate import AttemptRecord, EngineeringRun
+from agent.memory.change import Change
 from agent.memory.proposer import MemoryTreeProposer
 from agent.memory.records import (
     ERROR,
@@ -28,7 +29,6 @@ from agent.memory.records import (
     NO_SOLUTION,
     SOLUTION,
     WORSE,
-    Change,
     Memory,
     NegativeMemory,
     PositiveMemory,
@@ -36,12 +36,10 @@ from agent.memory.records import (
     Repair,
     SolutionMemory,
     TaskSignature,
-    error_class,
-    error_message,
-    failure_message,
     task_key,
 )
 from agent.memory.store import MemoryStore, memory_id
+from agent.memory.text import error_class, error_message, failure_message
 from agent.search.journal import DEBUG, IMPROVE, Journal, Node
 from agent.search.protocols import FREE_CODE, TreeProposer
 from agent.verify import findings

@@ -1,5 +1,7 @@
-"""The case library's records: what a task is (its signature, its description and structure in words), what
-worked on it (positive memories), what failed (negative memories), and what a new task gets back (`Recall`).
+"""The case library's records: what a task is (its key, its signature, `TaskMemory`), what worked on it (positive
+memories), what failed (negative memories), and what a new task gets back (`Recall`, with the effects and past
+errors the recall scored: agent.memory.recall). The texts a task is embedded by and a failure's line are
+agent.memory.text; the change a memory measured is agent.memory.change.
 
 Every record is a frozen dataclass that turns into JSON and back (`to_dict` / `from_dict`): the store keeps the
 JSON. No record holds a test label, a test prediction or an out-of-fold prediction: scores are CV means, specs
@@ -10,14 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agent.candidate import AppliedTrick, SolutionCandidate
-from agent.engine.spec import SolutionSpec, Step, insert_before
+from agent.engine.spec import SolutionSpec
+from agent.memory.change import Change
+from agent.memory.text import message_key, size_word
 from ingest.loaders import file_sha256
 from retrieval.metrics import describe_change
 from retrieval.profile import TRAIN_FILE, TaskProfile
@@ -33,19 +36,6 @@ NEGATIVE_KINDS = (ERROR, LEAKAGE, WORSE, NO_SOLUTION, SETUP)
 # What says the task itself failed (Agent K's negative memory of a task): forgotten once the task is solved.
 TASK_FAILURES = (NO_SOLUTION, SETUP)
 
-# Training rows in words (the size bucket of a signature, and the structure text).
-_ROW_WORDS = ((1_000, "tiny"), (10_000, "small"), (100_000, "medium-sized"), (float("inf"), "large"))
-_COLUMN_WORDS = ((10, "narrow"), (50, "medium-width"), (float("inf"), "wide"))
-_KIND_WORDS = {"numeric": "numeric", "categorical": "categorical", "datetime": "date or time", "text": "free-text",
-               "id": "identifier"}
-_ERROR_CLASS = re.compile(r"\b([A-Z]\w*(?:Error|Exception))\b")
-_MESSAGE_LIMIT = 300  # characters of an error's last line kept
-_MISSING = object()
-
-
-def _word(count: float, words: tuple[tuple[float, str], ...]) -> str:
-    return next(word for bound, word in words if count < bound)
-
 
 # ---------------------------------------------------------------------------------------------- the task
 
@@ -57,44 +47,6 @@ def task_key(task_dir: str | Path, target: str | None = None) -> str:
     path = Path(task_dir) / TRAIN_FILE
     content = file_sha256(path) if path.is_file() else f"folder:{Path(task_dir).resolve().name}"
     return hashlib.sha256(f"{content}\0{target or ''}".encode()).hexdigest()[:16]
-
-
-def description_text(profile: TaskProfile) -> str:
-    """The text behind a task's description embedding (Agent K's Sim): description.md, or a line naming the target."""
-    return profile.description.strip() or f"{profile.name}: predict {profile.target} ({profile.task_type})."
-
-
-def structure_text(profile: TaskProfile) -> str:
-    """Files, sizes, rows, columns, column kinds and modality in plain words (Agent K's Diff). Sizes come as words
-    ("a small table of 1,234 rows") with the exact count beside them: the embedding model reads words better."""
-    kinds: dict[str, list] = {}
-    for column in profile.columns:
-        kinds.setdefault(column.kind, []).append(column)
-    parts = []
-    for kind, columns in sorted(kinds.items(), key=lambda item: (-len(item[1]), item[0])):
-        part = f"{len(columns)} {_KIND_WORDS.get(kind, kind)}"
-        if kind == "categorical":
-            part += f" (up to {max(column.cardinality for column in columns):,} levels)"
-        parts.append(part)
-    target = {"binary": "a binary class", "multiclass": "one of several classes",
-              "regression": "a continuous number"}.get(profile.task_type, profile.task_type)
-    if profile.class_balance is not None:
-        target += f" (rarest class {profile.class_balance:.0%})"
-    return (f"{profile.modality} data. A {_word(profile.n_rows, _ROW_WORDS)} table: {profile.n_rows:,} training rows, "
-            f"{profile.n_cols} columns ({_word(profile.n_cols, _COLUMN_WORDS)}); feature columns: "
-            f"{', '.join(parts) or 'none'}; {profile.missing_share:.0%} of values missing. "
-            f"The target is {target}. Files: {files_text(profile.task_dir, profile.files)}.")
-
-
-def files_text(task_dir: str | Path, files: Sequence[str]) -> str:
-    """The task's files with their sizes, e.g. "train.csv (120 KiB), test.csv (40 KiB)"."""
-    sizes = []
-    for name in files:
-        path = Path(task_dir) / name
-        if path.is_file():
-            size = path.stat().st_size
-            sizes.append(f"{name} ({size / 1024:,.0f} KiB)" if size >= 1024 else f"{name} ({size} bytes)")
-    return ", ".join(sizes) or "none"
 
 
 @dataclass(frozen=True)
@@ -116,7 +68,7 @@ class TaskSignature:
         for column in profile.columns:
             counts[column.kind] = counts.get(column.kind, 0) + 1
         return cls(tuple(profile.labels), profile.task_type, profile.metric, profile.modality,
-                   tuple(sorted(counts.items())), _word(profile.n_rows, _ROW_WORDS), profile.n_rows, profile.n_cols)
+                   tuple(sorted(counts.items())), size_word(profile.n_rows), profile.n_rows, profile.n_cols)
 
     def to_dict(self) -> dict[str, Any]:
         return {"labels": list(self.labels), "task_type": self.task_type, "metric": self.metric,
@@ -136,8 +88,8 @@ class TaskMemory:
 
     task_key: str
     name: str
-    description: str  # description_text
-    structure: str  # structure_text (for a task that could not be set up: its files)
+    description: str  # agent.memory.text.description_text
+    structure: str  # agent.memory.text.structure_text (for a task that could not be set up: its files)
     signature: TaskSignature | None  # None for a task that could not be set up
     solved: bool  # a run of it ended with a verified, refitted solution
     best_score: float | None = None  # the best verified CV score, in the metric's own units
@@ -164,153 +116,7 @@ class TaskMemory:
                    data.get("best_score"), data.get("metric"), int(data.get("runs") or 0), data.get("last_run_at"))
 
 
-# ---------------------------------------------------------------------------------------------- a change
-
-
-def _steps(candidate: SolutionCandidate) -> tuple[Step, ...]:
-    return tuple(candidate.steps or ())
-
-
-@dataclass(frozen=True)
-class Change:
-    """What turned one candidate into another, as an edit that can be made again on another task's candidate:
-    another model family (with its own preprocessing), steps added (before the op that followed them), removed or
-    re-parametrised, model parameters set or dropped, another target transform."""
-
-    trainer: str | None = None  # another model family; `steps` is then its whole preprocessing
-    steps: tuple[Step, ...] | None = None
-    params: Mapping[str, Any] = field(default_factory=dict)  # model parameters set to these values
-    dropped_params: tuple[str, ...] = ()
-    added: tuple[tuple[Step, str | None], ...] = ()  # (step, the op it came before; None: at the end)
-    removed: tuple[str, ...] = ()
-    altered: tuple[Step, ...] = ()  # steps kept, with these parameters
-    target_changed: bool = False
-    target_transform: Step | None = None
-
-    @classmethod
-    def between(cls, old: SolutionCandidate, new: SolutionCandidate) -> Change:
-        target = (old.target_transform != new.target_transform, new.target_transform)
-        if old.trainer != new.trainer:
-            return cls(new.trainer, new.steps, dict(new.params), target_changed=True,
-                       target_transform=new.target_transform)
-        old_steps = {step.op: step for step in _steps(old)}
-        new_steps = _steps(new)
-        new_ops = [step.op for step in new_steps]
-        added = tuple((step, next((op for op in new_ops[index + 1:] if op in old_steps), None))
-                      for index, step in enumerate(new_steps) if step.op not in old_steps)
-        altered = tuple(step for step in new_steps if step.op in old_steps and step != old_steps[step.op])
-        params = {name: value for name, value in new.params.items() if old.params.get(name, _MISSING) != value}
-        return cls(None, None, params, tuple(sorted(set(old.params) - set(new.params))), added,
-                   tuple(op for op in old_steps if op not in new_ops), altered, *target)
-
-    @property
-    def ops(self) -> tuple[str, ...]:
-        """The step ops the change needs in the candidate it is made on (removed or re-parametrised)."""
-        return (*self.removed, *(step.op for step in self.altered))
-
-    @property
-    def op(self) -> str:
-        """The change in one word, the key its measured effect is aggregated under: the op added (a recipe op, as a
-        trick's), else the op re-parametrised, the op dropped, the target transform, the model parameters set,
-        or the model family switched to."""
-        if self.trainer is not None:
-            return f"trainer:{self.trainer}"
-        if self.added:
-            return self.added[0][0].op
-        if self.altered:
-            return self.altered[0].op
-        if self.removed:
-            return f"drop:{self.removed[0]}"
-        if self.target_changed:
-            return self.target_transform.op if self.target_transform else "raw_target"
-        if self.params or self.dropped_params:
-            return "params:" + ",".join(sorted({*self.params, *self.dropped_params}))
-        return "none"
-
-    def describe(self) -> str:
-        if self.trainer is not None:
-            ops = ", ".join(step.op for step in self.steps or ()) or "no preprocessing"
-            params = f" ({_params_text(self.params)})" if self.params else ""
-            return f"switch to {self.trainer}{params} with {ops}"
-        parts = [*(f"remove {op}" for op in self.removed),
-                 *(f"add {step.op}" + (f" ({_params_text(step.params)})" if step.params else "")
-                   for step, _ in self.added),
-                 *(f"set {step.op} ({_params_text(step.params)})" for step in self.altered)]
-        if self.params:
-            parts.append(f"set {_params_text(self.params)}")
-        if self.dropped_params:
-            parts.append(f"drop parameter(s) {', '.join(self.dropped_params)}")
-        if self.target_changed:
-            parts.append(f"model {'the raw target' if self.target_transform is None else self.target_transform.op}")
-        return "; ".join(parts) or "no change"
-
-    def apply(self, candidate: SolutionCandidate) -> SolutionCandidate | None:
-        """The same edit made on `candidate`; None when it does not fit (a step it removes or re-parametrises is
-        missing there, or model parameters would land on another model family)."""
-        if self.trainer is not None:
-            return SolutionCandidate(self.trainer, dict(self.params), "", self.steps, self.target_transform)
-        steps = list(_steps(candidate))
-        ops = [step.op for step in steps]
-        if any(op not in ops for op in self.ops):
-            return None
-        altered = {step.op: step for step in self.altered}
-        steps = [altered.get(step.op, step) for step in steps if step.op not in self.removed]
-        for step, before in self.added:
-            if step.op not in {s.op for s in steps}:
-                steps = list(insert_before(steps, [step], (before,) if before else ()))
-        params = {**{k: v for k, v in candidate.params.items() if k not in self.dropped_params}, **self.params}
-        target = self.target_transform if self.target_changed else candidate.target_transform
-        return replace(candidate, params=params, steps=tuple(steps), target_transform=target)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"trainer": self.trainer, "steps": None if self.steps is None else [s.to_dict() for s in self.steps],
-                "params": dict(self.params), "dropped_params": list(self.dropped_params),
-                "added": [{"step": step.to_dict(), "before": before} for step, before in self.added],
-                "removed": list(self.removed), "altered": [step.to_dict() for step in self.altered],
-                "target_changed": self.target_changed,
-                "target_transform": self.target_transform.to_dict() if self.target_transform else None}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Change:
-        steps = data.get("steps")
-        target = data.get("target_transform")
-        return cls(data.get("trainer"), None if steps is None else tuple(Step.from_dict(s) for s in steps),
-                   dict(data.get("params") or {}), tuple(data.get("dropped_params") or ()),
-                   tuple((Step.from_dict(item["step"]), item.get("before")) for item in data.get("added") or ()),
-                   tuple(data.get("removed") or ()), tuple(Step.from_dict(s) for s in data.get("altered") or ()),
-                   bool(data.get("target_changed")), Step.from_dict(target) if target else None)
-
-
-def _params_text(params: Mapping[str, Any]) -> str:
-    return ", ".join(f"{name}={value}" for name, value in params.items())
-
-
 # ---------------------------------------------------------------------------------------------- memories
-
-
-def error_class(text: str) -> str | None:
-    """The exception class a traceback ends with ("ValueError"), None when it names none (a timeout, a crash)."""
-    found = _ERROR_CLASS.findall(text or "")
-    return found[-1] if found else None
-
-
-def error_message(text: str) -> str:
-    """The line that says what went wrong: the last line naming an exception, else the last line."""
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    named = [line for line in lines if _ERROR_CLASS.search(line)]
-    return (named[-1] if named else lines[-1] if lines else "")[:_MESSAGE_LIMIT]
-
-
-def failure_message(error: str, output: str = "") -> str:
-    """What a failed node's memory says went wrong: its error's line, else the verifier's reason."""
-    return error_message(error) or error_message(output)
-
-
-def message_key(message: str) -> str:
-    """An error message without its particulars (quoted names, numbers), so the same error on another table
-    compares equal."""
-    text = re.sub(r"(['\"`]).*?\1", "<name>", message.lower())
-    return re.sub(r"\d+(\.\d+)?", "<n>", text).strip()
 
 
 @dataclass(frozen=True)

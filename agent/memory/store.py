@@ -9,6 +9,9 @@ error) are one transaction; so is a run's outcome with the forgetting it trigger
 every memory whole or absent: vectors without a task row are ignored, and a task row whose vectors went missing
 gets them again from its texts (the embedding cache makes that free).
 
+A recall is read here (the tasks, their cosines from the collection, their memories) and scored in
+agent.memory.recall.
+
 Forgetting (Agent K): once a task is solved, what said it failed goes — its runs without a solution, its set-up
 failures and its errors no debug step repaired — so similar tasks stop being penalised. Measured harms (a trick
 that made a node worse) and repaired errors stay: they are facts about ops, not about the task.
@@ -18,20 +21,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import sqlite_utils
 
+from agent.memory.recall import SIMILAR_TASKS, Similarity, most_similar, scored_recall
 from agent.memory.records import (
     ERROR,
     IMPROVEMENT,
@@ -40,26 +42,17 @@ from agent.memory.records import (
     SOLUTION,
     TASK_FAILURES,
     WORSE,
-    Effect,
     Memory,
     NegativeMemory,
-    PastError,
-    PositiveMemory,
     Recall,
     Repair,
-    SimilarTask,
     SolutionMemory,
     TaskMemory,
     TaskSignature,
-    description_text,
-    error_message,
-    files_text,
     memory_from_dict,
-    on_trainer,
-    recipe_key,
-    structure_text,
     task_key,
 )
+from agent.memory.text import description_text, error_message, files_text, structure_text
 from kb.config import resolve_home
 from kb.embedding import Embedder
 from kb.store import HomeVectors, resolve_chroma_url
@@ -68,8 +61,6 @@ from retrieval.profile import DESCRIPTION_FILE, TaskProfile
 MEMORY_FILE = "memory.db"
 COLLECTION = "memory_tasks"
 DESCRIPTION, STRUCTURE = "description", "structure"  # the two embeddings of a task
-SIMILAR_TASKS = 5  # similar tasks a recall returns; their measurements make the effects
-MIN_WEIGHT = 0.05  # a similar task's least weight in the effects (cosines of unrelated tasks can be near 0)
 
 
 def _now() -> str:
@@ -314,52 +305,26 @@ class MemoryStore(HomeVectors):
             raise UnknownMemoryError(f"no memory {memory_id!r} in {self.home / MEMORY_FILE}; see `agent memory list`")
         return memory_from_dict(json.loads(row["record"]))
 
-    def export(self) -> Iterator[dict[str, Any]]:
-        """Every task (kind "task") then every memory, as JSON objects."""
-        for task in self.tasks():
-            yield {"kind": "task", **task.to_dict()}
-        for memory in self.list():
-            yield memory.to_dict()
-
-    def counts(self) -> dict[str, Any]:
-        with self._lock:
-            kinds = dict(self.db.execute("SELECT kind, COUNT(*) FROM memories GROUP BY kind").fetchall())
-            tasks = self.db.execute("SELECT COUNT(*), COALESCE(SUM(solved), 0) FROM tasks").fetchone()
-        return {"home": str(self.home), "tasks": tasks[0], "solved": tasks[1], "memories": sum(kinds.values()),
-                "by_kind": kinds}
-
     # ------------------------------------------------------------------------------------------ recall
 
     def recall(self, profile: TaskProfile, *, reuse_own: bool = False, k: int = SIMILAR_TASKS) -> Recall:
-        """What the case library knows that fits `profile`: the k most similar tasks (mean cosine of the
-        description and structure embeddings) with their best solutions, the measured effects of tricks and ops on
-        them (similarity-weighted), and repaired errors from any task, most similar first. The task's own memories
-        are left out unless `reuse_own`."""
+        """What the case library knows that fits `profile`, scored by agent.memory.recall: the k most similar tasks
+        with their best solutions, the measured effects of tricks and ops on them, and repaired errors from any
+        task. The task's own memories are left out unless `reuse_own`."""
         own = task_key(profile.task_dir, profile.target)
-        tasks = {task.task_key: task for task in self.tasks() if reuse_own or task.task_key != own}
+        tasks = [task for task in self.tasks() if reuse_own or task.task_key != own]
         if not tasks:
             return Recall(own, reused_own=reuse_own)
-        similarity = self._similarities(profile, list(tasks))
-        ranked = sorted(tasks, key=lambda key: (-similarity[key][0], key))
-        solutions = self._best_solutions(ranked)
-        similar = tuple(SimilarTask(tasks[key], *similarity[key], solutions.get(key)) for key in ranked[:k])
-        weights = {task.task.task_key: max(task.similarity, MIN_WEIGHT) for task in similar}
-        measured = self._memories_of(list(weights), (IMPROVEMENT, WORSE))
-        tricks = [memory for memory in measured if memory.trick is not None]
-        trick_effects = {**_effects(tricks, weights, lambda memory: memory.trick.id),
-                         **_effects(tricks, weights, lambda memory: on_trainer(memory.trick.id, memory.trainer))}
-        recipe_effects = {**_effects(tricks, weights, lambda memory: recipe_key(memory.trick)),
-                          **_effects(tricks, weights,
-                                     lambda memory: on_trainer(recipe_key(memory.trick), memory.trainer))}
-        op_effects = _effects(measured, weights, lambda memory: memory.op)
-        repaired = [memory for memory in self._memories_of(ranked, (ERROR, LEAKAGE)) if memory.repair is not None]
-        errors = tuple(sorted((PastError(memory, similarity[memory.task_key][0]) for memory in repaired),
-                              key=lambda error: (-error.similarity, error.memory.created_at)))
-        return Recall(own, similar, trick_effects, recipe_effects, op_effects, errors, reuse_own)
+        keys = [task.task_key for task in tasks]
+        similarity = self._similarities(profile, keys)
+        similar = most_similar(tasks, similarity, self._memories_of(keys, (SOLUTION,)), k)
+        measured = self._memories_of([task.task.task_key for task in similar], (IMPROVEMENT, WORSE))
+        return scored_recall(own, similar, measured, self._memories_of(keys, (ERROR, LEAKAGE)), similarity,
+                             reuse_own=reuse_own)
 
-    def _similarities(self, profile: TaskProfile, keys: Sequence[str]) -> dict[str, tuple[float, float, float]]:
-        """(mean, description, structure) cosine similarity of each remembered task to `profile`, from the
-        collection; a task whose vectors went missing (a crash between the two stores) gets them again first."""
+    def _similarities(self, profile: TaskProfile, keys: Sequence[str]) -> dict[str, Similarity]:
+        """The cosine similarity of each remembered task to `profile`, from the collection; a task whose vectors
+        went missing (a crash between the two stores) gets them again first."""
         self._restore_vectors(keys)
         description, structure = self.embedder.embed([description_text(profile), structure_text(profile)])
         found: dict[str, dict[str, float]] = {key: {} for key in keys}
@@ -369,8 +334,9 @@ class MemoryStore(HomeVectors):
                 where={"$and": [{"field": field}, {"task_key": {"$in": list(keys)}}]})
             for metadata, distance in zip(result["metadatas"][0], result["distances"][0]):
                 found[metadata["task_key"]][field] = 1.0 - float(distance)
-        return {key: ((values.get(DESCRIPTION, 0.0) + values.get(STRUCTURE, 0.0)) / 2,
-                      values.get(DESCRIPTION, 0.0), values.get(STRUCTURE, 0.0)) for key, values in found.items()}
+        return {key: Similarity((values.get(DESCRIPTION, 0.0) + values.get(STRUCTURE, 0.0)) / 2,
+                                values.get(DESCRIPTION, 0.0), values.get(STRUCTURE, 0.0))
+                for key, values in found.items()}
 
     def _restore_vectors(self, keys: Sequence[str]) -> None:
         ids = [f"{key}:{field}" for key in keys for field in (DESCRIPTION, STRUCTURE)]
@@ -390,36 +356,7 @@ class MemoryStore(HomeVectors):
                 [*keys, *kinds], order_by="created_at, rowid")
             return [memory_from_dict(json.loads(row["record"])) for row in rows]
 
-    def _best_solutions(self, keys: Sequence[str]) -> dict[str, SolutionMemory]:
-        best: dict[str, SolutionMemory] = {}
-        for memory in self._memories_of(keys, (SOLUTION,)):
-            if memory.task_key not in best or memory.oriented_score > best[memory.task_key].oriented_score:
-                best[memory.task_key] = memory
-        return best
-
 
 def _task(row: Mapping[str, Any]) -> TaskMemory:
     return TaskMemory.from_dict({**row, "signature": json.loads(row["signature"]) if row.get("signature") else None})
 
-
-def _effects(memories: Iterable[PositiveMemory | NegativeMemory], weights: Mapping[str, float],
-             key_of) -> dict[str, Effect]:
-    """Measured effects grouped by `key_of(memory)` (None: not counted), similarity-weighted over the tasks."""
-    groups: dict[str, list[Any]] = {}
-    for memory in memories:
-        key = key_of(memory)
-        if key is not None and memory.gain is not None and math.isfinite(memory.gain):
-            groups.setdefault(key, []).append(memory)
-    effects = {}
-    for key, group in groups.items():
-        weight = np.array([weights[memory.task_key] for memory in group])
-        gains = np.array([memory.gain for memory in group])
-        largest = max(group, key=lambda memory: abs(memory.gain))
-        first = group[0]
-        title = first.trick.title if first.trick is not None and first.trick.id == key else first.op
-        effects[key] = Effect(key, first.trick.op if first.trick is not None else first.op, title, len(group),
-                              sum(memory.kind == IMPROVEMENT for memory in group),
-                              float(np.sum(weight * gains) / np.sum(weight)),
-                              (largest.task_name, float(largest.delta), largest.metric),
-                              tuple(dict.fromkeys(memory.task_name for memory in group)))
-    return effects

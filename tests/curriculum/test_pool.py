@@ -9,8 +9,9 @@ from dataclasses import dataclass
 import pytest
 from click.testing import CliRunner
 
-from agent.memory.records import TaskMemory, TaskSignature, description_text, structure_text, task_key
+from agent.memory.records import TaskMemory, TaskSignature, task_key
 from agent.memory.store import MemoryStore
+from agent.memory.text import description_text, structure_text
 from cli.agent import main
 from curriculum import PoolError, load_pool, order
 from retrieval.profile import profile_task

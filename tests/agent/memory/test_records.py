@@ -8,20 +8,10 @@ import shutil
 from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.spec import Step
 from agent.engine.trainers import steps_for, trainer_registry
+from agent.memory.change import Change
 from agent.memory.proposer import fit_to_task
-from agent.memory.records import (
-    WORSE,
-    Change,
-    NegativeMemory,
-    PositiveMemory,
-    TaskSignature,
-    error_class,
-    failure_message,
-    memory_from_dict,
-    message_key,
-    structure_text,
-    task_key,
-)
+from agent.memory.records import WORSE, NegativeMemory, PositiveMemory, TaskSignature, memory_from_dict, task_key
+from agent.memory.text import error_class, failure_message, message_key, structure_text
 from retrieval.profile import profile_task
 
 TRAINERS = trainer_registry()
