@@ -86,7 +86,7 @@ def show_command(ctx, pack_path, as_json):
 
 
 def _summary(path: Path, pack, as_json: bool) -> None:
-    memories = [record for record in pack.memories if record.get("kind") != "task"]
+    memories = pack.memories
     summary = {"file": str(path), **pack.header.to_dict(), "tasks": len(pack.tasks), "memories": len(memories),
                "portfolios": {kind: len(configs) for kind, configs in pack.portfolios.items()}}
     if as_json:

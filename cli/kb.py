@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -27,7 +28,7 @@ from cli.options import (
 from cli.progress import Bar, Waiting
 
 if TYPE_CHECKING:
-    from kb.records import ScoredTrick
+    from kb.records import ScoredTrick, Trick
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
@@ -67,9 +68,10 @@ def _print_json(data) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def _print_tricks(results: list[ScoredTrick], title: str) -> None:
+def _print_tricks(results: list[ScoredTrick], title: str, effects: Mapping[str, float] | None = None) -> None:
     """One block per trick: its id whole on the first line (so it can be given to `kb show`), then its title or
-    competition, its stage and labels, and its text wrapped under them."""
+    competition, its stage and labels (and with `effects`, its op's measured gain on similar pool tasks), and its
+    text wrapped under them."""
     out.print(title, style="bold", markup=False, highlight=False)
     width = max(_TRICK_INDENT + 40, out.width)  # textwrap counts the indent
     indent = " " * _TRICK_INDENT
@@ -79,10 +81,26 @@ def _print_tricks(results: list[ScoredTrick], title: str) -> None:
         if trick.rank:
             where += f" (#{trick.rank})"
         out.print(f"\n{index:>3}  {item.score:.3f}  [bold]{escape(trick.id)}[/]", highlight=False)
-        for line in (where, f"{trick.stage} · {'; '.join(trick.labels) or 'no label'}"):
+        about = f"{trick.stage} · {'; '.join(trick.labels) or 'no label'}"
+        if effects is not None:
+            about += f" · {_effect_words(trick, effects)}"
+        for line in (where, about):
             out.print(indent + line, style="dim", markup=False, highlight=False)
         out.print(textwrap.fill(trick.text, width, initial_indent=indent, subsequent_indent=indent), markup=False,
                   highlight=False)
+
+
+def _recipe_op(trick: Trick) -> str | None:
+    return (trick.recipe or {}).get("op")
+
+
+def _effect_words(trick: Trick, effects: Mapping[str, float]) -> str:
+    op = _recipe_op(trick)
+    if op is None:
+        return "no recipe, never measured"
+    if op not in effects:
+        return f"{op}: never tried on similar pool tasks"
+    return f"{op}: {effects[op]:+.2%} on similar pool tasks"
 
 
 @click.group(cls=_Commands, context_settings=CONTEXT_SETTINGS)
@@ -233,10 +251,13 @@ def query(ctx, text, k, label, stage, kind, exclude_competition, as_json, quiet)
 @click.option("--exclude-competition", multiple=True, help="Drop tricks from this competition slug.")
 @click.option("--executable", is_flag=True,
               help="With --task: only tricks with a recipe, the ones `agent solve --use-kb` can run.")
+@click.option("--no-experience", is_flag=True,
+              help="With --task: keep the retrieval's order, not the one the experience packs measured.")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", "-q", is_flag=True, help="Nothing while it works (say, loading the embedding model).")
 @click.pass_context
-def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition, executable, as_json, quiet):
+def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition, executable, no_experience, as_json,
+           quiet):
     """Tricks for a task type (no model load) or for a task folder (hierarchical retrieval)."""
     if bool(task_type) == bool(task_dir):
         raise CasebookError("give exactly one of --task-type LABEL or --task TASK_DIR")
@@ -264,18 +285,43 @@ def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition
             found_papers = retriever.retrieve(query, k=papers, kind="paper", executable=executable) if papers else []
     except (TaskSetupError, EmptyKnowledgeBaseError) as error:
         raise CasebookError(str(error)) from None
+    effects = None if no_experience else _measured_effects(ctx, profile)
+    if effects is not None:
+        from agent.memory.experience import order_by_effect
+
+        found = order_by_effect(found, lambda r: _recipe_op(r.trick), effects)
     if as_json:
+        def with_effect(result) -> dict[str, Any]:
+            op = _recipe_op(result.trick)
+            return {**result.to_dict(), "measured_effect": None if effects is None or op is None else effects.get(op)}
+
         _print_json({"task": profile.name, "labels": list(query.labels), "competition": query.competition,
-                     "tricks": [r.to_dict() for r in found], "papers": [r.to_dict() for r in found_papers]})
+                     "experience": effects is not None,
+                     "tricks": [with_effect(r) for r in found], "papers": [r.to_dict() for r in found_papers]})
         return
     out.print(f"[bold]{profile.name}[/]: {profile.modality}, {profile.task_type} of {profile.target!r} "
               f"by {profile.metric}; labels: " + " > ".join(query.labels)
               + (f"; leaving out {query.competition}" if query.competition else ""), highlight=False)
     from kb.records import ScoredTrick
 
-    _print_tricks([ScoredTrick(r.trick, r.score) for r in found], count(len(found), "trick"))
+    _print_tricks([ScoredTrick(r.trick, r.score) for r in found], count(len(found), "trick")
+                  + (", ordered by their measured effect on similar pool tasks" if effects is not None else ""),
+                  effects)
     if found_papers:
         _print_tricks([ScoredTrick(r.trick, r.score) for r in found_papers], count(len(found_papers), "paper"))
+
+
+def _measured_effects(ctx: click.Context, profile) -> dict[str, float] | None:
+    """Each trick op's mean gain on the pool tasks nearest this task, over the experience packs in use (the
+    bundled one and the home's); None when no pack is in use."""
+    from agent.memory.experience import PackError, effects_near, packs_in_use
+    from agent.memory.records import TaskSignature
+
+    try:
+        packs = [pack for _, pack in packs_in_use(ctx.obj["home"])]
+    except PackError as error:
+        raise CasebookError(str(error)) from None
+    return effects_near(packs, TaskSignature.of(profile)) if packs else None
 
 
 @main.command(name="eval")

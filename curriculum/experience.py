@@ -15,7 +15,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from agent.memory.experience import ExperiencePack, PackHeader, build_pack, write_pack
-from agent.memory.records import TaskSignature
 from agent.memory.store import MemoryStore
 from agent.outputs.report import RUN_FILE
 from curriculum.solve_all import PoolSettings, finished, solve_pool
@@ -42,12 +41,11 @@ def export_pack(work_dir: Path, header: PackHeader, *, embedder: Embedder | None
     """The pack of a finished (or partly finished) pool build in `work_dir`: every solved task's run.json and the
     pool's case library."""
     with MemoryStore(work_dir / POOL_MEMORY, embedder=embedder) as store:
-        records = list(store.export())
-    signatures = {record["name"]: TaskSignature.from_dict(record["signature"])
-                  for record in records if record["kind"] == "task" and record.get("signature")}
-    runs = [(json.loads((work_dir / name / RUN_FILE).read_text(encoding="utf-8")), signature)
-            for name, signature in sorted(signatures.items()) if finished(work_dir / name)]
-    return build_pack(runs, records, header)
+        tasks, memories = store.tasks(), store.list()
+    runs = [(json.loads((work_dir / task.name / RUN_FILE).read_text(encoding="utf-8")), task.signature)
+            for task in sorted(tasks, key=lambda task: task.name)
+            if task.signature is not None and finished(work_dir / task.name)]
+    return build_pack(runs, tasks, memories, header)
 
 
 def build_experience(tasks_dir: str | Path, pack_path: str | Path, settings: PoolSettings, *, command: str,

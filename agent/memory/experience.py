@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agent.memory.portfolio import config_key, nearest, normalised_error, order_for, select_portfolio
-from agent.memory.records import TaskSignature
+from agent.memory.records import Memory, TaskMemory, TaskSignature, memory_from_dict
 from retrieval.metrics import metric_info
+
+T = TypeVar("T")
 
 PACK_FORMAT = "casebook-experience"
 PACK_VERSION = 1
@@ -25,8 +27,6 @@ PORTFOLIO_SIZE = 12
 NEIGHBOURS = 5
 CLASSIFICATION_TYPES = ("binary", "multiclass")
 COLUMN_KINDS = ("numeric", "categorical", "text", "datetime", "id")
-# Fields of a memory that name a place on the building machine or carry a whole program: a pack keeps neither.
-_LOCAL_FIELDS = ("solution", "run_id")
 
 
 class PackError(ValueError):
@@ -112,7 +112,8 @@ class PackHeader:
 class ExperiencePack:
     header: PackHeader
     tasks: tuple[PoolTaskResult, ...]
-    memories: tuple[Mapping[str, Any], ...]  # the case library's records (tasks and memories), as it exports them
+    library_tasks: tuple[TaskMemory, ...]  # the pool's case library: its tasks ...
+    memories: tuple[Memory, ...]  # ... and its memories
     portfolios: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # task kind -> configurations
 
     def specs(self) -> dict[str, Mapping[str, Any]]:
@@ -139,12 +140,16 @@ class ExperiencePack:
     def to_dict(self) -> dict[str, Any]:
         return {"format": PACK_FORMAT, "version": PACK_VERSION, "header": self.header.to_dict(),
                 "portfolios": {kind: list(configs) for kind, configs in self.portfolios.items()},
-                "tasks": [task.to_dict() for task in self.tasks], "memories": [dict(m) for m in self.memories]}
+                "tasks": [task.to_dict() for task in self.tasks],
+                "library": {"tasks": [task.to_dict() for task in self.library_tasks],
+                            "memories": [shareable(memory.to_dict()) for memory in self.memories]}}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExperiencePack:
+        library = data.get("library") or {}
         return cls(PackHeader.from_dict(data["header"]), tuple(PoolTaskResult.from_dict(t) for t in data["tasks"]),
-                   tuple(data.get("memories") or ()),
+                   tuple(TaskMemory.from_dict(t) for t in library.get("tasks", ())),
+                   tuple(memory_from_dict(m) for m in library.get("memories", ())),
                    {kind: tuple(configs) for kind, configs in (data.get("portfolios") or {}).items()})
 
 
@@ -171,23 +176,23 @@ def task_result(run: Mapping[str, Any], signature: TaskSignature) -> PoolTaskRes
 
 
 def shareable(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A case-library record as a pack keeps it: no solution program, no run id, a trick's source by file name."""
-    kept = {key: value for key, value in record.items() if key not in _LOCAL_FIELDS}
-    for key in ("trick",):
-        if isinstance(kept.get(key), Mapping) and kept[key].get("source"):
-            kept[key] = {**kept[key], "source": Path(kept[key]["source"]).name}
+    """A memory as a pack keeps it: no solution program, a trick's source by file name (not the building
+    machine's path)."""
+    kept = {key: value for key, value in record.items() if key != "solution"}
+    if isinstance(kept.get("trick"), Mapping) and kept["trick"].get("source"):
+        kept["trick"] = {**kept["trick"], "source": Path(kept["trick"]["source"]).name}
     return kept
 
 
-def build_pack(runs: Iterable[tuple[Mapping[str, Any], TaskSignature]], records: Iterable[Mapping[str, Any]],
-               header: PackHeader, portfolio_size: int = PORTFOLIO_SIZE) -> ExperiencePack:
-    """The pack of a pool: each (run.json, its task's signature), the case library's records of the same runs, and
-    per task kind the greedy portfolio of `portfolio_size` configurations."""
+def build_pack(runs: Iterable[tuple[Mapping[str, Any], TaskSignature]], library_tasks: Iterable[TaskMemory],
+               memories: Iterable[Memory], header: PackHeader, portfolio_size: int = PORTFOLIO_SIZE) -> ExperiencePack:
+    """The pack of a pool: each (run.json, its task's signature), the case library the same runs wrote, and per
+    task kind the greedy portfolio of `portfolio_size` configurations."""
     tasks = tuple(result for run, signature in runs if (result := task_result(run, signature)) is not None)
-    pack = ExperiencePack(header, tasks, tuple(shareable(record) for record in records))
+    pack = ExperiencePack(header, tasks, tuple(library_tasks), tuple(memories))
     portfolios = {kind: tuple(choice.config for choice in select_portfolio(pack.errors(kind), portfolio_size))
                   for kind in ("classification", "regression")}
-    return ExperiencePack(header, tasks, pack.memories, portfolios)
+    return replace(pack, portfolios=portfolios)
 
 
 def write_pack(pack: ExperiencePack, path: str | Path) -> Path:
@@ -218,9 +223,10 @@ def measured_effects(pack: ExperiencePack, neighbours: Sequence[str]) -> dict[st
     and the changes that made things worse."""
     names = set(neighbours)
     gains: dict[str, list[float]] = {}
-    for record in pack.memories:
-        if record.get("task_name") in names and record.get("op") and record.get("gain") is not None:
-            gains.setdefault(record["op"], []).append(float(record["gain"]))
+    for memory in pack.memories:
+        op, gain = getattr(memory, "op", None), getattr(memory, "gain", None)
+        if memory.task_name in names and op and gain is not None:
+            gains.setdefault(op, []).append(float(gain))
     return {op: sum(values) / len(values) for op, values in gains.items()}
 
 
@@ -252,3 +258,25 @@ def packs_in_use(home: str | Path, *, bundled: bool = True) -> list[tuple[Path, 
     """The bundled pack (unless `bundled` is off) and the home's own, each with its file."""
     paths = [*([found] if bundled and (found := bundled_pack_path()) else []), *user_pack_paths(home)]
     return [(path, read_pack(path)) for path in paths]
+
+
+def effects_near(packs: Sequence[ExperiencePack], signature: TaskSignature) -> dict[str, float]:
+    """Each trick op's mean measured gain on the nearest pool tasks of every pack (a pack's own neighbours)."""
+    gains: dict[str, list[float]] = {}
+    for pack in packs:
+        for op, gain in measured_effects(pack, pack.neighbours(signature)).items():
+            gains.setdefault(op, []).append(gain)
+    return {op: sum(values) / len(values) for op, values in gains.items()}
+
+
+def order_by_effect(items: Sequence[T], op_of: Callable[[T], str | None], effects: Mapping[str, float]) -> list[T]:
+    """Items (retrieved tricks) reordered by what experience measured: the ones that helped on similar pool tasks
+    first, most first; the ones never tried in today's order; the ones that hurt (or did nothing) last."""
+    def effect(item: T) -> float | None:
+        op = op_of(item)
+        return effects.get(op) if op else None
+
+    helped = sorted((item for item in items if (e := effect(item)) is not None and e > 0), key=lambda i: -effect(i))
+    untried = [item for item in items if effect(item) is None]
+    hurt = sorted((item for item in items if (e := effect(item)) is not None and e <= 0), key=lambda i: -effect(i))
+    return [*helped, *untried, *hurt]

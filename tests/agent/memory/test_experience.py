@@ -32,7 +32,7 @@ def pool(tasks, tmp_path_factory, embedder):
         profile = profile_task(tasks[name].task_dir)
         result = solve_task(profile, SHORT, root / name, memory=store)
         runs.append((json.loads((result.out_dir / "run.json").read_text()), TaskSignature.of(profile)))
-    return runs, list(store.export())
+    return runs, store.tasks(), store.list()
 
 
 def lists_in(value):
@@ -46,8 +46,8 @@ def lists_in(value):
 
 
 def test_a_pack_keeps_scores_of_configurations_and_no_label_prediction_or_row(pool, tasks, tmp_path):
-    runs, records = pool
-    pack = read_pack(write_pack(build_pack(runs, records, HEADER), tmp_path / "pack.json"))
+    runs, library_tasks, memories = pool
+    pack = read_pack(write_pack(build_pack(runs, library_tasks, memories, HEADER), tmp_path / "pack.json"))
     assert [task.name for task in pack.tasks] == ["attrition", "wage"]
     for task in pack.tasks:
         assert task.configs and task.configs[0].error == 0.0  # each task's best single model
@@ -68,8 +68,8 @@ def test_a_pack_keeps_scores_of_configurations_and_no_label_prediction_or_row(po
 
 
 def test_the_portfolio_is_chosen_per_task_kind_and_ordered_for_a_new_task(pool, tasks):
-    runs, records = pool
-    pack = build_pack(runs, records, HEADER)
+    runs, library_tasks, memories = pool
+    pack = build_pack(runs, library_tasks, memories, HEADER)
     assert pack.portfolios["classification"] and pack.portfolios["regression"]
     churn = TaskSignature.of(profile_task(tasks["churn"].task_dir))
     specs = pack.portfolio_for(churn)
