@@ -133,6 +133,16 @@ def agent_solve(task_dir: Path, out: Path, time_budget: float, *options: str, ho
             *options]
 
 
+def peer_command(peer: str, task_dir: Path, submission: Path, dataset: Dataset, time_budget: float,
+                 *options: str) -> list[str]:
+    """The command that runs an AutoML peer (bench/peers.py) on a task folder from the peer's own environment."""
+    classes = "null" if dataset.classes is None else json.dumps(
+        [label.item() if hasattr(label, "item") else label for label in dataset.classes])
+    return [str(PEER_PYTHON[peer]), str(BENCH / "peers.py"), peer, str(task_dir), str(submission),
+            "--target", dataset.target, "--id", dataset.id_column, "--metric", dataset.metric,
+            "--classes", classes, "--time-budget", str(time_budget), *options]
+
+
 def run_child(command: list[str], log: Path, env: dict[str, str] | None = None) -> tuple[int, float, float]:
     """Run one arm; (exit status, wall seconds, peak resident MB of the child and its waited-for children)."""
     started = time.monotonic()
@@ -207,9 +217,7 @@ def merge_runs(stored: list[TaskResult], fresh: list[TaskResult]) -> list[TaskRe
 def run_task(name: str, root: Path, time_budget: float, arms: tuple[str, ...], kb_home: Path,
              split_seed: int = 0) -> TaskResult:
     built = build_task(name, root, split_seed)
-    profile = profile_task(built.task_dir)
-    dataset = Dataset.from_profile(profile)
-    classes = json.dumps([c.item() if hasattr(c, "item") else c for c in dataset.classes]) if dataset.classes is not None else "null"
+    dataset = Dataset.from_profile(profile_task(built.task_dir))
     results, stamp = [], run_stamp()
     for arm in arms:
         out = root / f"{name}-{arm}"
@@ -226,9 +234,7 @@ def run_task(name: str, root: Path, time_budget: float, arms: tuple[str, ...], k
             if not python.exists():
                 results.append(ArmResult(arm, None, 0.0, 0.0, f"not installed ({python.parent.parent.name})", stamp))
                 continue
-            command = [str(python), str(BENCH / "peers.py"), arm, str(built.task_dir), str(submission),
-                       "--target", dataset.target, "--id", dataset.id_column, "--metric", dataset.metric,
-                       "--classes", classes, "--time-budget", str(time_budget)]
+            command = peer_command(arm, built.task_dir, submission, dataset, time_budget)
         out.mkdir(parents=True, exist_ok=True)
         status, seconds, peak = run_child(command, out / "log.txt", env)
         score = held_back_score(dataset, submission, built.answers_path) if submission.exists() else None

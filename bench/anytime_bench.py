@@ -186,16 +186,26 @@ def tree_rss_mb(root_pid: int) -> float:
     return sum(rss.get(pid, 0) for pid in tree) / 2**20
 
 
+# `agent solve` from the code on PYTHONPATH (a snapshot or a worktree), not the installed entry point
+AGENT_MAIN = [sys.executable, "-c", "import sys; sys.argv[0] = 'agent'; from cli.agent import main; sys.exit(main())"]
+
+
 def run_agent(code: Path, task_dir: Path, out: Path, budget: float, home: Path, log: Path,
               hard_limit: float) -> dict:
     """Run `agent solve` from the code snapshot; exit, wall, peak memory. Killed (and said) past `hard_limit` s."""
-    command = [sys.executable, "-c", "import sys; sys.argv[0] = 'agent'; from cli.agent import main; sys.exit(main())",
-               "--home", str(home), "solve", str(task_dir), "--time-budget", str(budget), "--out", str(out), "--quiet"]
+    command = [*AGENT_MAIN, "--home", str(home), "solve", str(task_dir), "--time-budget", str(budget), "--out", str(out),
+               "--quiet"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(code)}
+    return measure_process(command, code, env, log, hard_limit)
+
+
+def measure_process(command: list[str], cwd: Path, env: dict[str, str] | None, log: Path, hard_limit: float) -> dict:
+    """Run `command` in its own session, its output to `log`: exit status, wall seconds, the peak RSS of its largest
+    process (wait4) and of its whole tree (sampled every 0.5 s), and whether it was killed past `hard_limit` s."""
     peak_tree, killed = 0.0, False
     started = time.monotonic()
     with log.open("w") as handle:
-        child = subprocess.Popen(command, cwd=code, stdout=handle, stderr=subprocess.STDOUT, env=env,
+        child = subprocess.Popen(command, cwd=cwd, stdout=handle, stderr=subprocess.STDOUT, env=env,
                                  start_new_session=True)
         next_sample = started
         while True:

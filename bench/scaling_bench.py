@@ -40,7 +40,7 @@ import pandas as pd
 
 from agent.engine.dataset import Dataset
 from agent.search.journal import EXPLORED, OVER_TIME, VALID, Journal
-from bench.agent_bench import BENCH, PEER_PYTHON, REPO, RUNS, agent_solve, held_back_score, run_stamp
+from bench.agent_bench import BENCH, PEER_PYTHON, REPO, RUNS, agent_solve, held_back_score, peer_command, run_stamp
 from bench.results import write_section
 from bench.tasks import write_task_folder
 from retrieval.profile import profile_task
@@ -156,7 +156,6 @@ def run_size(size: int, root: Path, time_budget: float, arms: tuple[str, ...]) -
     built = write_task_folder(frame, TARGET, root / f"flights-{size}", description=GOAL, metric=METRIC,
                               groups=source)
     dataset = Dataset.from_profile(profile_task(built.task_dir))
-    classes = json.dumps([str(label) for label in dataset.classes])
     stamp, results = run_stamp(), []
     for arm in arms:
         out = root / f"flights-{size}-{arm}"
@@ -173,11 +172,8 @@ def run_size(size: int, root: Path, time_budget: float, arms: tuple[str, ...]) -
             if not python.exists():
                 results.append(ArmRun(size, arm, None, 0.0, 0.0, f"not installed ({python.parent.parent.name})", stamp))
                 continue
-            command = [str(python), str(BENCH / "peers.py"), arm, str(built.task_dir), str(submission),
-                       "--target", dataset.target, "--id", dataset.id_column, "--metric", dataset.metric,
-                       "--classes", classes, "--time-budget", str(time_budget)]
-            if arm == "flaml":
-                command += ["--flaml-estimators", "lgbm"]
+            command = peer_command(arm, built.task_dir, submission, dataset, time_budget,
+                                   *(["--flaml-estimators", "lgbm"] if arm == "flaml" else []))
         status, seconds, peak = run_measured(command, out / "log.txt")
         score = held_back_score(dataset, submission, built.answers_path) if submission.exists() else None
         note = "" if status == 0 else f"exit {status}: " + (out / "log.txt").read_text()[-200:].replace("\n", " ")

