@@ -14,7 +14,7 @@ from rich.table import Table
 from cli.options import CasebookError, LibraryChoice, count, print_table
 
 if TYPE_CHECKING:
-    from agent.memory.records import Memory
+    from agent.memory.records import Memory, TaskMemory
     from agent.memory.store import MemoryStore
 
 out = Console(soft_wrap=True)
@@ -83,19 +83,22 @@ def memory_command() -> None:
 @click.option("--polarity", type=click.Choice(["positive", "negative"]), default=None)
 @click.option("--task", default=None, help="Only the memories of this task (its name or key).")
 @click.option("--tasks", "list_tasks", is_flag=True, help="List the remembered tasks instead of the memories.")
+@click.option("--experience", "from_experience", is_flag=True,
+              help="The experience packs' entries (the bundled pack and the ones `agent experience use` added) "
+                   "instead of this home's own runs.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def list_command(ctx, kinds, polarity, task, list_tasks, as_json):
+def list_command(ctx, kinds, polarity, task, list_tasks, from_experience, as_json):
     """Memories (oldest first), or with --tasks the remembered tasks and whether each was solved."""
-    from agent.memory.store import MEMORY_FILE
-
-    store = _store(ctx)
+    tasks, memories, where = _experience(ctx) if from_experience else _own(ctx)
+    chosen = [memory for memory in memories
+              if (not kinds or memory.kind in kinds) and (not polarity or memory.polarity == polarity)
+              and (not task or task in (memory.task_name, memory.task_key))]
     if list_tasks:
-        tasks = store.tasks()
         if as_json:
             _print_json({"tasks": [item.to_dict() for item in tasks]})
             return
-        table = Table(title=f"tasks in {store.home / MEMORY_FILE}")
+        table = Table(title=f"tasks in {where}")
         for header in ("task", "key", "solved", "best CV", "runs", "last run"):
             table.add_column(header, overflow="fold")
         for item in tasks:
@@ -104,22 +107,42 @@ def list_command(ctx, kinds, polarity, task, list_tasks, as_json):
                           item.last_run_at or "–")
         print_table(out, table)
         return
-    memories = store.list(kind=kinds or None, polarity=polarity, task=task)
     if as_json:
-        _print_json({"memories": [memory.to_dict() for memory in memories]})
+        _print_json({"memories": [memory.to_dict() for memory in chosen]})
         return
-    total = len(store.list()) if kinds or polarity or task else len(memories)
-    tasks = store.tasks()
-    table = Table(title=f"{len(memories)} of {count(total, 'memory', 'memories')} ({count(len(tasks), 'task')}, "
-                        f"{sum(item.solved for item in tasks)} solved) in {store.home / MEMORY_FILE}")
+    table = Table(title=f"{len(chosen)} of {count(len(memories), 'memory', 'memories')} ({count(len(tasks), 'task')}, "
+                        f"{sum(item.solved for item in tasks)} solved) in {where}")
     for header in ("id", "kind", "task", "node", "what"):
         table.add_column(header, overflow="fold")  # an id cut short could not be given to `agent memory show`
-    for memory in memories:
+    for memory in chosen:
         node = getattr(memory, "node_id", None)
         style = "green" if memory.polarity == "positive" else "red"
         table.add_row(memory.id, _kind(memory), memory.task_name, "–" if node is None else str(node), _what(memory),
                       style=style)
     print_table(out, table)
+
+
+def _own(ctx: click.Context) -> tuple[list[TaskMemory], list[Memory], str]:
+    """The home's case library: its tasks, its memories (oldest first) and where it is."""
+    from agent.memory.store import MEMORY_FILE
+
+    store = _store(ctx)
+    return store.tasks(), store.list(), str(store.home / MEMORY_FILE)
+
+
+def _experience(ctx: click.Context) -> tuple[list[TaskMemory], list[Memory], str]:
+    """The experience packs in use: their pool tasks, their memories and which files they are."""
+    from agent.memory.experience import PackError, packs_in_use
+
+    try:
+        packs = packs_in_use(ctx.obj["home"])
+    except PackError as error:
+        raise CasebookError(str(error)) from None
+    if not packs:
+        raise CasebookError("no experience pack in use: this install ships none and the home has none; build one "
+                            "with `agent experience build POOL --out FILE`, then `agent experience use FILE`")
+    return ([task for _, pack in packs for task in pack.library_tasks],
+            [memory for _, pack in packs for memory in pack.memories], ", ".join(str(path) for path, _ in packs))
 
 
 @memory_command.command("show")

@@ -65,6 +65,11 @@ def test_a_build_resumes_and_exports_every_solved_task_with_a_portfolio(pool_dir
     summaries = [json.loads(line) for line in shown.output.splitlines()]
     [added_pack] = [s for s in summaries if s["file"].startswith(str(home))]  # beside the bundled pack, if any
     assert added_pack["tasks"] == 3 and added_pack["built_with"] == "agent experience build test"
+    # The pack's entries are listed apart from the home's own runs, which it never joins.
+    listed = json.loads(runner.invoke(main, ["--home", str(home), "memory", "list", "--experience", "--json"]).stdout)
+    assert len(listed["memories"]) == len(pack.memories) > 0
+    own = runner.invoke(main, ["--home", str(home), "memory", "list"])
+    assert own.exit_code != 0 and "no case library" in own.output
 
 
 def test_adding_a_file_that_is_not_a_pack_is_one_line_naming_it(tmp_path):
