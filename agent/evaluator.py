@@ -7,12 +7,17 @@ CV's fold models also predict the test set, and their average comes back with th
 needs no refit. `baseline` scores the trivial prior/mean model, and `fit_all_rows` fits the chosen spec on every
 training row, with the number of trees early stopping chose in its folds, and predicts the test set. Scores are
 greater-is-better throughout (an error metric is negated). `sample` draws the rows a large table is explored on.
+
+A node that changes only the model of an earlier one reuses what depends on its preprocessing alone: each fold's
+fitted steps (agent.engine.fit.FoldCache, on this machine's executor) and the probes' inspection.
 """
 
 from __future__ import annotations
 
 import math
 import time
+import uuid
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,7 +28,16 @@ import numpy as np
 from agent.candidate import SolutionCandidate
 from agent.engine.compile import compile_spec, ensemble_members, model_names
 from agent.engine.dataset import Dataset
-from agent.engine.fit import check_folds, cross_fit, cross_validate, fit_and_predict, fold_values
+from agent.engine.fit import (
+    FoldCache,
+    FoldStore,
+    check_folds,
+    cross_fit,
+    cross_validate,
+    fit_and_predict,
+    fold_values,
+    preprocessing_key,
+)
 from agent.engine.spec import ModelSpec, SolutionSpec, SpecError, ValidationSpec
 from agent.engine.steps import StepOp
 from agent.engine.trainers import Trainer, trainer_registry
@@ -43,6 +57,8 @@ from agent.verify.probes import inspect_candidate
 from agent.verify.verifier import oriented
 
 DEFAULT_CANDIDATE_TIME_LIMIT = 600.0
+# Inspections kept for reuse: a run's distinct preprocessings are far fewer.
+INSPECTIONS_KEPT = 256
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,6 +92,7 @@ class Evaluator:
         candidate_time_limit: float = DEFAULT_CANDIDATE_TIME_LIMIT,
         memory_limit: int | None = DEFAULT_MEMORY_LIMIT,
         executor: Executor | None = None,
+        reuse_preprocessing: bool = True,
     ):
         self.cv = cv
         self.random_state = random_state
@@ -86,6 +103,11 @@ class Evaluator:
         # Where `evaluate` runs its jobs (this machine, or a Ray cluster); the refit stays on this machine, which
         # writes the outputs from its model.
         self.executor = executor if executor is not None else LocalExecutor()
+        # Folds in files on this machine; a Ray cluster's workers do not share them.
+        self.fold_cache = FoldCache() if reuse_preprocessing and isinstance(self.executor, LocalExecutor) else None
+        self.reuse_preprocessing = reuse_preprocessing
+        self._inspections: dict[str, Inspection] = {}  # preprocessing_key -> the probes' inspection
+        self._data_tokens: weakref.WeakKeyDictionary[Dataset, str] = weakref.WeakKeyDictionary()
 
     @property
     def validation(self) -> ValidationSpec:
@@ -116,9 +138,14 @@ class Evaluator:
         """Sandboxed CV and inspection of one spec, stopped at `deadline` (a time.monotonic() value); with
         `predict_test`, the fold models' averaged test-set predictions too."""
         time_limit = min(self.candidate_time_limit, deadline - time.monotonic())
+        key = self._preprocessing_key(spec, dataset)
+        inspection = self._inspections.get(key) if key is not None else None
+        store = self.fold_cache.store(key) if key is not None and self.fold_cache is not None else None
         outcome = self.executor.run(_evaluation_job, spec, self.executor.share(dataset), self._trainers_for(spec),
-                                    self.step_ops, self.random_state, predict_test,
+                                    self.step_ops, self.random_state, predict_test, store, inspection is None,
                                     limits=Limits(time_limit, self.memory_limit))
+        if self.fold_cache is not None:
+            self.fold_cache.prune()
         rows = len(dataset.y)
         if outcome.status == TIMEOUT:
             return Evidence(OVER_TIME, error=f"over time: stopped at its time cap of {max(time_limit, 0.0):.1f} s "
@@ -127,7 +154,11 @@ class Evaluator:
         if not outcome.ok:
             return Evidence(outcome.status, error=outcome.error, ignored_files=dataset.ignored_files,
                             elapsed=outcome.elapsed, rows=rows)
-        values, predictions, test_prediction, rounds, seconds, inspection = outcome.value
+        values, predictions, test_prediction, rounds, seconds, inspected = outcome.value
+        if inspection is None:
+            inspection = inspected
+            if key is not None and len(self._inspections) < INSPECTIONS_KEPT:
+                self._inspections[key] = inspection
         mean = float(np.mean(values)) if values else math.nan
         return Evidence("ok", mean, tuple(values), inspection=inspection, ignored_files=dataset.ignored_files,
                         elapsed=outcome.elapsed, predictions=predictions, test_prediction=test_prediction, rows=rows,
@@ -177,6 +208,14 @@ class Evaluator:
                                limits=Limits(min(self.candidate_time_limit, time_limit), self.memory_limit))
         return FoldModels(outcome.value if outcome.ok else (), outcome.error, outcome.elapsed)
 
+    def _preprocessing_key(self, spec: SolutionSpec, dataset: Dataset) -> str | None:
+        """What the spec's fitted preprocessing and inspection depend on (fit.preprocessing_key); None when a step
+        is the user's own, which may not repeat itself, or when nothing is reused."""
+        if not self.reuse_preprocessing or any(step.op in self.step_ops for step in spec.steps):
+            return None
+        token = self._data_tokens.setdefault(dataset, uuid.uuid4().hex)  # this very Dataset, for as long as it lives
+        return preprocessing_key(spec, token, self.random_state)
+
     def _trainers_for(self, spec: SolutionSpec) -> dict[str, Trainer]:
         # Only the trainers in use travel to the child: others may not even be picklable.
         return {name: self.trainers[name] for name in model_names(spec) if name in self.trainers}
@@ -203,12 +242,15 @@ def sample(dataset: Dataset, rows: int, n_splits: int, seed: int) -> Dataset:
                    test_ids=None)
 
 
-def _evaluation_job(spec, dataset, trainers, step_ops, random_state, predict_test):
+def _evaluation_job(spec, dataset, trainers, step_ops, random_state, predict_test, store: FoldStore | None,
+                    inspect: bool):
     """In the candidate's process: CV scores, out-of-fold (and averaged test) predictions, the trees early stopping
-    kept and each fold's fit seconds, then the leakage and data-usage inspection."""
+    kept and each fold's fit seconds (each fold's preprocessing from `store` when an earlier node fitted it), then
+    the leakage and data-usage inspection unless an earlier node with the same preprocessing had it (None)."""
     pipeline = compile_spec(spec, dataset.compile_context(random_state), trainers, step_ops)
-    fitted = cross_fit(pipeline, dataset, spec, predict_test=predict_test and dataset.X_test is not None)
-    inspection: Inspection = inspect_candidate(spec, dataset, trainers, step_ops, random_state)
+    fitted = cross_fit(pipeline, dataset, spec, predict_test=predict_test and dataset.X_test is not None,
+                       preprocessed=store)
+    inspection = inspect_candidate(spec, dataset, trainers, step_ops, random_state) if inspect else None
     return (fold_values(fitted, dataset), fitted.predictions, fitted.test_prediction, fitted.stopped_rounds,
             fitted.fit_seconds, inspection)
 

@@ -25,16 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from agent.execution.sandbox import Limits, Outcome, run_isolated
+from agent.execution.sandbox import SHARED_KEPT, Limits, Outcome, run_isolated, share
 
 LOCAL, RAY = "local", "ray"
 EXECUTORS = (LOCAL, RAY)
 # How much longer than a job's own time limit the driver waits for its answer from the cluster (queueing, start-up
 # of the worker's sandbox, the result's transfer) before it gives the job up.
 RAY_GRACE_SECONDS = 120.0
-# Shared values (datasets) kept in the cluster's object store, the most recently used first: a run shares its table
-# and perhaps a sample of it.
-SHARED_KEPT = 4
 # Seconds leaving a local Ray cluster this process started takes (measured at about 1.6 s on 2 busy cores): kept out
 # of the search's budget, since the run ends after it.
 RAY_SHUTDOWN_SECONDS = 2.0
@@ -65,13 +62,14 @@ class Executor(Protocol):
 
 @dataclass(frozen=True)
 class LocalExecutor:
-    """Jobs in this machine's sandbox, `workers` at a time (the search's own threads wait on them)."""
+    """Jobs in this machine's sandbox, `workers` at a time (the search's own threads wait on them). A shared value
+(the dataset) is sent to the sandbox's worker server once, and every job's process reads it from there."""
 
     workers: int = 1
     close_seconds: float = 0.0
 
     def share(self, value: Any) -> Any:
-        return value
+        return share(value)
 
     def run(self, function: Callable[..., Any], *args: Any, limits: Limits) -> Outcome:
         return run_isolated(function, *args, limits=limits)
@@ -103,7 +101,8 @@ class RayExecutor:
         cpus = int(ray.cluster_resources().get("CPU", 0))
         self.workers = workers if workers is not None else max(cpus, 1)
         self._task = ray.remote(num_cpus=1, max_retries=0)(_run_on_worker)
-        self._shared: OrderedDict[int, tuple[Any, Any]] = OrderedDict()  # id(value) -> (value, its object ref)
+        # id(value) -> (value, its object ref), the SHARED_KEPT most recently used, as the local sandbox keeps them
+        self._shared: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
         self._lock = threading.Lock()
 
     def share(self, value: Any) -> Any:

@@ -7,6 +7,10 @@ server has already imported the modelling libraries, so a candidate starts in mi
 the caller's threads. The function and its arguments travel with cloudpickle, so trainers and steps defined in
 a script, a notebook or a test work too.
 
+A value many candidates read (the dataset) can be `share`d: it travels to the server once, and a job given the
+returned `Shared` stand-in reads it from the memory its process inherits from the server (a fork copies nothing
+until written), instead of having it pickled, sent and unpickled again for every candidate.
+
 For each candidate the caller hands the server one end of a fresh socket pair. The server forks a supervisor,
 which forks the candidate's process and reports how it exited; the candidate's process applies the memory and
 thread limits, runs the function and sends its result back. The caller kills it at the time limit (and the
@@ -33,7 +37,9 @@ import tempfile
 import threading
 import time
 import traceback
+import uuid
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +58,8 @@ _EXIT_GRACE_SECONDS = 5.0
 _STARTUP_SECONDS = 300.0
 # The supervisor kills a candidate this long after its time limit, in case the caller died without doing so.
 _BACKSTOP_SECONDS = 30.0
+# Shared values the server keeps, the most recently shared first: a run shares its table and perhaps a sample of it.
+SHARED_KEPT = 4
 
 
 class SandboxStartError(RuntimeError):
@@ -102,8 +110,34 @@ def shows_output(limits: Limits) -> bool:
     return _verbose_default if limits.verbose is None else limits.verbose
 
 
+@dataclass(frozen=True)
+class Shared:
+    """A value sent to the worker server once (`share`), as a job's argument: the job's process reads the value
+    from the server's memory."""
+
+    key: str
+
+
+def share(value: Any) -> Shared:
+    """A stand-in for `value` that `run_isolated` accepts as an argument in its place. The value is sent to the
+    worker server before the first job that takes it (again after a server restart), and kept there while it is
+    among the last SHARED_KEPT values shared."""
+    with _server_lock:
+        kept = _shared.get(id(value))  # the value itself is kept, so its id cannot be reused meanwhile
+        if kept is None:
+            kept = _shared[id(value)] = (value, Shared(uuid.uuid4().hex))
+            while len(_shared) > SHARED_KEPT:
+                _, (_, forgotten) = _shared.popitem(last=False)
+                if _server is not None and _server.alive() and forgotten.key in _server.shared:
+                    with contextlib.suppress(OSError):  # a server gone takes its values with it
+                        _server.forget(forgotten.key)
+        _shared.move_to_end(id(value))
+        return kept[1]
+
+
 def run_isolated(function: Callable[..., Any], *args: Any, limits: Limits) -> Outcome:
-    """`function(*args)` in a child process; never raises for anything the child does."""
+    """`function(*args)` in a child process; never raises for anything the child does. An argument may be a
+    `Shared` stand-in of a value given to `share`."""
     started = time.monotonic()
     verbose = shows_output(limits)
     try:
@@ -112,7 +146,7 @@ def run_isolated(function: Callable[..., Any], *args: Any, limits: Limits) -> Ou
         return Outcome("error", error=f"the candidate could not be sent to its process:\n{traceback.format_exc()}",
                        elapsed=time.monotonic() - started)
     job = _Job(limits.time_seconds, limits.memory_bytes, limits.native_threads, verbose, _search_path(), _cwd())
-    connection = _open_job(verbose)
+    connection = _open_job(verbose, [arg.key for arg in args if isinstance(arg, Shared)])
     status, value, pid, exitcode = "crashed", "", None, None
     try:
         deadline = time.monotonic() + max(limits.time_seconds, 0.0)
@@ -225,6 +259,7 @@ class _Server:
 
     def __init__(self) -> None:
         self.owner = os.getpid()
+        self.shared: set[str] = set()  # the keys of the shared values it holds
         self.log = tempfile.TemporaryFile()
         ours, theirs = socket.socketpair()
         bootstrap = (f"import sys; sys.path[:] = {_search_path()!r}; "
@@ -257,6 +292,15 @@ class _Server:
     def send(self, fds: list[int]) -> None:
         socket.send_fds(self.control, [_NEW_JOB], fds)
 
+    def hold(self, key: str, value: Any) -> None:
+        """Send a shared value for the server to keep."""
+        _send_frame(self.control, _SHARE, cloudpickle.dumps((key, value)))
+        self.shared.add(key)
+
+    def forget(self, key: str) -> None:
+        _send_frame(self.control, _FORGET, key.encode())
+        self.shared.discard(key)
+
     def failure(self) -> str:
         self.log.seek(0)
         return last_line(self.log.read().decode(errors="replace"), 500)
@@ -275,18 +319,24 @@ class _Server:
 
 _server: _Server | None = None
 _server_lock = threading.Lock()
+_shared: OrderedDict[int, tuple[Any, Shared]] = OrderedDict()  # id(value) -> (value, its stand-in), see `share`
 
 
-def _open_job(verbose: bool) -> socket.socket:
-    """A connection to a new candidate's process (through the server, started on first use or after it died)."""
+def _open_job(verbose: bool, shared: list[str]) -> socket.socket:
+    """A connection to a new candidate's process (through the server, started on first use or after it died), once
+    the server holds the `shared` values the job reads."""
     global _server
     ours, theirs = socket.socketpair()
     fds = [theirs.fileno(), *(_output_fds() if verbose else ())]
     try:
         with _server_lock:
+            values = {stand_in.key: value for value, stand_in in _shared.values()}
             for attempt in range(2):
                 _start_server()
                 try:
+                    for key in shared:
+                        if key not in _server.shared:
+                            _server.hold(key, values[key])
                     _server.send(fds)
                     break
                 except OSError:
@@ -355,7 +405,7 @@ def _remaining(deadline: float) -> float | None:
 
 # ---- the wire: frames of (kind, length, bytes)
 
-_READY, _NEW_JOB = b"r", b"j"
+_READY, _NEW_JOB, _SHARE, _FORGET = b"r", b"j", b"s", b"f"
 _JOB, _PAYLOAD, _PID, _RESULT, _EXIT = b"J", b"P", b"p", b"R", b"x"
 _HEADER = struct.Struct("!cQ")
 
@@ -391,6 +441,9 @@ def _read_exactly(connection: socket.socket, size: int) -> bytes:
 
 # ---- the worker server's side
 
+_held: dict[str, Any] = {}  # the shared values, by key: a candidate's process inherits them
+
+
 
 def serve(control_fd: int) -> None:
     """The worker server's main loop: fork a supervisor for each job, until the caller closes the control socket."""
@@ -408,6 +461,15 @@ def serve(control_fd: int) -> None:
             return
         if not message:
             return
+        if message in (_SHARE, _FORGET):
+            (length,) = struct.unpack("!Q", _read_exactly(control, 8))
+            data = _read_exactly(control, length)
+            if message == _SHARE:
+                key, value = cloudpickle.loads(data)
+                _held[key] = value
+            else:
+                _held.pop(data.decode(), None)
+            continue
         try:
             pid = os.fork()
         except OSError:  # the job's caller sees its connection close: a crashed candidate
@@ -476,6 +538,7 @@ def _run_job(connection: socket.socket, job: _Job, output_fds: list[int]) -> Non
         kind, payload = _receive(connection)
         function, args = cloudpickle.loads(payload)
         del payload
+        args = [_held[arg.key] if isinstance(arg, Shared) else arg for arg in args]
         result = ("ok", function(*args))
     except MemoryError:
         result = ("memory", f"over the memory limit of {memory_bytes / _GIB:.1f} GiB:\n{traceback.format_exc()}")

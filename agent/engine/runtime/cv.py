@@ -41,23 +41,35 @@ class CrossFit:
     models: list = field(default_factory=list)  # the fold models, in fold order, when asked to keep them
 
 
-def cross_fit(model, X, y, *, needs_proba, classification, n_splits, seed, X_test=None, keep_models=False):
+def cross_fit(model, X, y, *, needs_proba, classification, n_splits, seed, X_test=None, keep_models=False,
+              preprocessed=None):
     """Every row predicted by a clone of `model` fitted on the other folds (early-stopping models stop on the fold
     being predicted); with `X_test`, the fold models' test predictions averaged: class probabilities averaged (then
     the most probable class when the metric scores labels; none for a classifier without probabilities); with
-    `keep_models`, the fold models themselves."""
+    `keep_models`, the fold models themselves. With `preprocessed` (a store: `load(fold)` and `save(fold, prepared)`)
+    a pipeline's preprocessing fitted on each fold is taken from the store when it holds it, and saved to it when
+    not: a node that changes only the model does not fit its features again (the same values either way)."""
     n_classes = int(np.max(y)) + 1 if classification else None
     folds = make_folds(y, classification=classification, n_splits=n_splits, seed=seed)
     predictions, test_total, rounds, seconds, models = None, None, {}, [], []
-    for train_rows, valid_rows in folds:
+    for fold, (train_rows, valid_rows) in enumerate(folds):
         started = time.perf_counter()
-        fitted, stopped = fit_fold(model, X.iloc[train_rows], y[train_rows], X.iloc[valid_rows], y[valid_rows])
+        X_fit, X_valid, X_test_fold = X.iloc[train_rows], X.iloc[valid_rows], X_test
+        if preprocessed is not None and _has_preprocessing(model):
+            head, X_fit, X_valid, X_test_fold = _prepared(preprocessed, fold, model, X_fit, y[train_rows], X_valid,
+                                                          X_test)
+            name, final = model.steps[-1]
+            final, stopped = fit_fold(final, X_fit, y[train_rows], X_valid, y[valid_rows], path=name)
+            fitted = Pipeline([*head.steps, (name, final)])
+        else:
+            final, stopped = fit_fold(model, X_fit, y[train_rows], X_valid, y[valid_rows])
+            fitted = final
         seconds.append(time.perf_counter() - started)
-        prediction = predict_for_metric(fitted, X.iloc[valid_rows], needs_proba, n_classes)
+        prediction = predict_for_metric(final, X_valid, needs_proba, n_classes)
         if predictions is None:
             predictions = np.zeros((len(y), *np.shape(prediction)[1:]), dtype=np.asarray(prediction).dtype)
         predictions[valid_rows] = prediction
-        test = fold_test_prediction(fitted, X_test, classification, n_classes) if X_test is not None else None
+        test = fold_test_prediction(final, X_test_fold, classification, n_classes) if X_test is not None else None
         if test is not None:
             test_total = test if test_total is None else test_total + test
         if keep_models:
@@ -67,6 +79,26 @@ def cross_fit(model, X, y, *, needs_proba, classification, n_splits, seed, X_tes
     test_prediction = None if test_total is None else averaged(test_total, len(folds), classification, needs_proba)
     return CrossFit(predictions, folds, test_prediction, {path: float(np.mean(values)) for path, values in rounds.items()},
                     seconds, models)
+
+
+def _has_preprocessing(model):
+    return isinstance(model, Pipeline) and len(model.steps) > 1
+
+
+def _prepared(store, fold, model, X, y, X_valid, X_test):
+    """(the pipeline's preprocessing fitted on the fold's rows, and the fit, validation and test rows it gives):
+    from `store` when it holds the fold, else fitted and saved to it. Test rows a stored fold lacks are transformed
+    by its fitted preprocessing."""
+    prepared = store.load(fold)
+    if prepared is None:
+        head = clone(model[:-1])
+        X_fit = head.fit_transform(X, y)
+        prepared = (head, X_fit, head.transform(X_valid), head.transform(X_test) if X_test is not None else None)
+        store.save(fold, prepared)
+    head, X_fit, X_valid, X_test_fold = prepared
+    if X_test is not None and X_test_fold is None:
+        X_test_fold = head.transform(X_test)
+    return head, X_fit, X_valid, X_test_fold
 
 
 def fold_test_prediction(fitted, X_test, classification, n_classes):
@@ -142,13 +174,14 @@ def _path(path, name):
     return f"{path}/{name}" if path else name
 
 
-def fit_fold(model, X, y, X_valid, y_valid):
+def fit_fold(model, X, y, X_valid, y_valid, path=""):
     """A clone of `model` fitted on (X, y), and the number of trees each early-stopping model inside kept, by its
-    path (the step and member names down to it, e.g. "model" or "model/m1/model"). Each early-stopping model stops
+    path (the step and member names down to it, e.g. "model" or "model/m1/model"; `path` is where `model` itself
+    sits). Each early-stopping model stops
     on (X_valid, y_valid) as its own pipeline's steps transform them (fitted on (X, y) only); a target transform
     maps y_valid as it maps y."""
     model, stopped = clone(model), {}
-    _fit(model, X, y, (X_valid, y_valid), "", stopped)
+    _fit(model, X, y, (X_valid, y_valid), path, stopped)
     return model, stopped
 
 
