@@ -30,6 +30,7 @@ from agent.engine.compile import compile_spec, ensemble_members, model_names
 from agent.engine.dataset import Dataset
 from agent.engine.fit import (
     FoldCache,
+    FoldGate,
     FoldStore,
     check_folds,
     cross_fit,
@@ -122,8 +123,9 @@ class Evaluator:
         return oriented(float(np.mean(cross_validate(pipeline, dataset, spec))), dataset.metric_info)
 
     def evaluate_candidate(self, candidate: SolutionCandidate, dataset: Dataset, deadline: float, *,
-                           predict_test: bool = False) -> tuple[SolutionSpec, Evidence]:
-        """The candidate's spec and its evidence; a candidate that cannot be built is error evidence."""
+                           predict_test: bool = False, gate: FoldGate | None = None) -> tuple[SolutionSpec, Evidence]:
+        """The candidate's spec and its evidence (see evaluate); a candidate that cannot be built is error
+        evidence."""
         try:
             spec = candidate.to_spec(self.trainers, self.validation)
         except SpecError as error:  # e.g. a proposer naming a trainer nobody registered
@@ -131,18 +133,19 @@ class Evaluator:
                                 candidate.target_transform, self.validation)
             return spec, Evidence("error", error=f"SpecError: {error}", ignored_files=dataset.ignored_files,
                                   rows=len(dataset.y))
-        return spec, self.evaluate(spec, dataset, deadline, predict_test=predict_test)
+        return spec, self.evaluate(spec, dataset, deadline, predict_test=predict_test, gate=gate)
 
     def evaluate(self, spec: SolutionSpec, dataset: Dataset, deadline: float = math.inf, *,
-                 predict_test: bool = False) -> Evidence:
+                 predict_test: bool = False, gate: FoldGate | None = None) -> Evidence:
         """Sandboxed CV and inspection of one spec, stopped at `deadline` (a time.monotonic() value); with
-        `predict_test`, the fold models' averaged test-set predictions too."""
+        `predict_test`, the fold models' averaged test-set predictions too; with `gate`, scored fold by fold and
+        stopped once it cannot beat the gate's bar (Evidence.stopped_early)."""
         time_limit = min(self.candidate_time_limit, deadline - time.monotonic())
         key = self._preprocessing_key(spec, dataset)
         inspection = self._inspections.get(key) if key is not None else None
         store = self.fold_cache.store(key) if key is not None and self.fold_cache is not None else None
         outcome = self.executor.run(_evaluation_job, spec, self.executor.share(dataset), self._trainers_for(spec),
-                                    self.step_ops, self.random_state, predict_test, store, inspection is None,
+                                    self.step_ops, self.random_state, predict_test, store, inspection is None, gate,
                                     limits=Limits(time_limit, self.memory_limit))
         if self.fold_cache is not None:
             self.fold_cache.prune()
@@ -162,7 +165,7 @@ class Evaluator:
         mean = float(np.mean(values)) if values else math.nan
         return Evidence("ok", mean, tuple(values), inspection=inspection, ignored_files=dataset.ignored_files,
                         elapsed=outcome.elapsed, predictions=predictions, test_prediction=test_prediction, rows=rows,
-                        fit_seconds=tuple(seconds), stopped_rounds=rounds)
+                        fit_seconds=tuple(seconds), stopped_rounds=rounds, folds=spec.validation.n_splits)
 
     def evaluate_script(self, source: str, dataset: Dataset, run_folder: Path,
                         deadline: float = math.inf) -> tuple[Evidence, ScriptRun]:
@@ -243,13 +246,13 @@ def sample(dataset: Dataset, rows: int, n_splits: int, seed: int) -> Dataset:
 
 
 def _evaluation_job(spec, dataset, trainers, step_ops, random_state, predict_test, store: FoldStore | None,
-                    inspect: bool):
+                    inspect: bool, gate: FoldGate | None):
     """In the candidate's process: CV scores, out-of-fold (and averaged test) predictions, the trees early stopping
     kept and each fold's fit seconds (each fold's preprocessing from `store` when an earlier node fitted it), then
     the leakage and data-usage inspection unless an earlier node with the same preprocessing had it (None)."""
     pipeline = compile_spec(spec, dataset.compile_context(random_state), trainers, step_ops)
     fitted = cross_fit(pipeline, dataset, spec, predict_test=predict_test and dataset.X_test is not None,
-                       preprocessed=store)
+                       preprocessed=store, gate=gate)
     inspection = inspect_candidate(spec, dataset, trainers, step_ops, random_state) if inspect else None
     return (fold_values(fitted, dataset), fitted.predictions, fitted.test_prediction, fitted.stopped_rounds,
             fitted.fit_seconds, inspection)

@@ -35,8 +35,11 @@ ERROR, TIMEOUT, MEMORY, CRASHED = "error", "timeout", "memory", "crashed"
 # verdict, not a bug, so the search never debugs it. TIMEOUT remains for journals written before.
 OVER_TIME = "over_time"
 NON_FINITE, LEAKAGE, NOT_BETTER = "non_finite", "leakage", "not_better"
+# Scored on its first folds only: it trailed the best node there by more than the fold spread allows
+# (agent.engine.fit.FoldGate). The search's verdict of a sound run, not a bug: never debugged, never the best.
+STOPPED_EARLY = "stopped_early"
 RUN_FAILURES = (ERROR, OVER_TIME, TIMEOUT, MEMORY, CRASHED)
-FAILURES = (*RUN_FAILURES, NON_FINITE, LEAKAGE, NOT_BETTER)
+FAILURES = (*RUN_FAILURES, NON_FINITE, LEAKAGE, NOT_BETTER, STOPPED_EARLY)
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,11 @@ class Evidence:
     fit_seconds: tuple[float, ...] = ()  # each fold's fit, for estimating a refit's seconds
     # The number of trees each early-stopping model kept, by its path in the model (runtime.CrossFit.stopped_rounds).
     stopped_rounds: Mapping[str, float] = field(default_factory=dict)
+    folds: int = 0  # the CV's folds; fold_values holds fewer when a FoldGate stopped it early (0: not known)
+
+    @property
+    def stopped_early(self) -> bool:
+        return 0 < len(self.fold_values) < self.folds
 
     @property
     def findings(self) -> tuple[Finding, ...]:

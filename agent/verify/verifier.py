@@ -13,6 +13,7 @@ from agent.verify.findings import (
     LEAKAGE,
     NON_FINITE,
     NOT_BETTER,
+    STOPPED_EARLY,
     Evidence,
     Finding,
     Verdict,
@@ -56,6 +57,10 @@ class DeterministicVerifier:
         if leaks:
             return Verdict(False, "leakage: " + "; ".join(finding.message for finding in leaks), score, notes,
                            LEAKAGE, findings)
+        if evidence.stopped_early:
+            return Verdict(False, f"stopped after {len(evidence.fold_values)} of {evidence.folds} folds: it trailed "
+                                  f"the best node on them ({evidence.metric_value:.4f} on those folds)", score, notes,
+                           STOPPED_EARLY, findings)
         threshold = natural(baseline_score + self.margin, metric)
         if score <= baseline_score + self.margin:
             relation = "<=" if metric.greater_is_better else ">="

@@ -56,3 +56,23 @@ def test_the_bound_widens_with_the_spread_and_narrows_with_the_folds_scored():
     assert gate.allows([0.795, 0.81])  # 0.0075 behind on average over two folds: within 0.014 / sqrt(2) = 0.01
     assert not gate.allows([0.785, 0.805])  # 0.015 behind over two folds
     assert FoldGate(bar, greater_is_better=True, z=3.0).allows([0.78])  # a wider bound lets it go on
+
+
+def test_the_evaluator_reports_a_stopped_node_and_the_verifier_never_calls_it_valid(credit):
+    from agent.evaluator import Evaluator
+    from agent.verify.findings import STOPPED_EARLY
+    from agent.verify.verifier import DeterministicVerifier
+
+    evaluator = Evaluator(5, 0, TRAINERS)
+    lightgbm = SolutionSpec(steps_for("lightgbm", TRAINERS),
+                            ModelSpec("lightgbm", trainer_facts("lightgbm").params_for(len(credit.y))), None,
+                            evaluator.validation)
+    best = evaluator.evaluate(lightgbm, credit)
+    assert not best.stopped_early and len(best.fold_values) == best.folds == 5
+    weak = SolutionSpec(steps_for("random_forest", TRAINERS),
+                        ModelSpec("random_forest", {"n_estimators": 2, "max_depth": 1}), None, evaluator.validation)
+    stopped = evaluator.evaluate(weak, credit, gate=FoldGate(best.fold_values, greater_is_better=True))
+    assert stopped.stopped_early and stopped.status == "ok"
+    verdict = DeterministicVerifier().verify(stopped, evaluator.baseline(credit), credit.metric_info)
+    assert not verdict.valid and verdict.failure == STOPPED_EARLY
+    assert f"stopped after {len(stopped.fold_values)} of 5 folds" in verdict.reason
