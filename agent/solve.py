@@ -207,8 +207,8 @@ def solve_task(
                 on_attempt(attempt)
 
         def record_node(node: Node, attempt: AttemptRecord) -> None:
-            llm = proposer.take_step().to_dict() if isinstance(proposer, LLMProposer) else None
-            write_trace_line(trace, trace_line(node, attempt, llm))
+            usage = proposer.take_usage()
+            write_trace_line(trace, trace_line(node, attempt, usage.to_dict() if usage is not None else None))
             if on_attempt is not None:
                 on_attempt(attempt)
             if on_node is not None:
@@ -374,6 +374,6 @@ def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset,
         # Distinct tricks applied, and those on the best solution's lineage, by source kind (card, write-up, paper).
         "tricks_by_source": journal.tricks_by_source() if journal is not None else None,
         # The LLM's model, price, budget, tokens and estimated cost, answers and fallbacks (None without --llm).
-        "llm": proposer.record() if isinstance(proposer, LLMProposer) else None,
+        "llm": None if seed_loop else proposer.usage_record(),
         "journal": journal.to_dict() if journal is not None else None,
     }

@@ -33,7 +33,7 @@ from agent.search.builtin import (
     with_text_features,
 )
 from agent.search.journal import IMPROVE, Journal, Node, candidate_key
-from agent.search.protocols import Proposal
+from agent.search.protocols import Proposal, TreeProposer
 from retrieval.profile import TaskProfile
 
 # Ensembling tricks: the tree search ends every search by combining nodes on their out-of-fold predictions (a
@@ -64,7 +64,7 @@ class _Option:
     score: float
 
 
-class KnowledgeTreeProposer:
+class KnowledgeTreeProposer(TreeProposer):
     """Drafts and improvements composed from the tricks retrieved for the task (see the module docstring)."""
 
     def __init__(self, kb, trainers: Mapping[str, Trainer] | None = None, *, trick_prob: float = 0.5, k: int = 40,
@@ -257,6 +257,6 @@ class KnowledgeTreeProposer:
         """A verified node: the Optuna study that asked for it learns its score."""
         self.builtin.observe(node)
 
-    def debug(self, node: Node, profile: TaskProfile, rng: random.Random) -> Proposal | None:
+    def debug(self, node: Node, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
         """Repairs read the failure, with or without knowledge: the built-in diagnosis."""
-        return self.builtin.debug(node, profile, rng)
+        return self.builtin.debug(node, profile, journal, rng)

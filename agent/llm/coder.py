@@ -54,7 +54,8 @@ _FENCE = re.compile(r"^\s*```(?:python)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
 
 @dataclass
 class FreeCoder:
-    """Writes a code plan's script with the LLM; runs intermediate steps confined in `folder`/plan-<n>."""
+    """Writes a code plan's script with the LLM; runs intermediate steps confined in `folder`/plan-<n>. No proposer
+    itself: the LLM proposer (agent.llm.proposer) hands it the plan the LLM answered and an `Ask` on its own prompt."""
 
     dataset: Dataset
     folder: Path

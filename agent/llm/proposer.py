@@ -14,7 +14,7 @@ the coder's `max_refusals` scripts (2) were refused (by the static check, the au
 asks for specs of the catalogue only, and the next plan says why: a model that keeps writing what the sandbox
 refuses would otherwise spend the run on it.
 
-**Time.** The search tells the proposer its deadline before each proposal (TimedProposer): every LLM call, and
+**Time.** The search tells the proposer its deadline before each proposal (`set_deadline`): every LLM call, and
 every step a code plan runs, ends before it (kb.llm's `deadline`).
 
 **Fallback.** When the LLM gives no usable answer (its retries used up, the budget spent, an answer still malformed
@@ -22,8 +22,8 @@ after one re-ask), the step is the offline proposer's (the knowledge proposer, o
 the trace say why. After `max_failures` failed steps in a row, or a failure that will not pass (no key, an unknown
 model, the budget spent), the rest of the run is offline. A run never fails because the LLM did.
 
-**Metering.** `take_step()` returns what the LLM did towards the next node recorded (usage, answer kind, fallback):
-agent.solve writes it to each node's trace line; `record()` is run.json's `llm` section.
+**Metering.** `take_usage()` returns what the LLM did towards the next node recorded (a StepUsage: usage, answer kind,
+fallback): agent.solve writes it to each node's trace line; `usage_record()` is run.json's `llm` section.
 """
 
 from __future__ import annotations
@@ -36,30 +36,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent.candidate import AppliedTrick, SolutionCandidate
-from agent.engine.trainers import Trainer
 from agent.knowledge.proposer import KnowledgeTreeProposer
 from agent.llm import prompts
 from agent.llm.answers import CODE, SPEC, TRICK, CodeAnswer, SpecAnswer, kind_of, read_code_plan, read_spec, read_trick
+from agent.llm.coder import FreeCoder
+from agent.memory.proposer import MemoryTreeProposer
 from agent.search.builtin import DRAFT_FAMILIES, describe_score
 from agent.search.journal import Journal, Node, candidate_key
-from agent.search.protocols import FREE_CODE, BlendingProposer, ObservingProposer, Proposal, TreeProposer
+from agent.search.protocols import FREE_CODE, Proposal, StepUsage, TreeProposer, WrappingProposer
 from kb.llm import LLMAnswerError, LLMClient, LLMError, Usage
 from retrieval.profile import TaskProfile
 
 MAX_FAILURES = 3  # failed LLM steps in a row before the rest of the run is offline
-
-
-@dataclass(frozen=True)
-class LLMStep:
-    """What the LLM did towards one node: tokens and cost, the kind of answer it gave (None when the node is the
-    offline proposer's), and why it fell back (None when it did not)."""
-
-    usage: Usage
-    answer: str | None = None
-    fallback: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.usage.to_dict(), "answer": self.answer, "fallback": self.fallback}
 
 
 @dataclass(frozen=True)
@@ -88,16 +76,16 @@ class _Pending:
     fallbacks: list[str] = field(default_factory=list)
 
 
-class LLMProposer:
-    """A TreeProposer whose drafts, improvements and repairs come from an LLM; `offline` takes over when it fails."""
+class LLMProposer(WrappingProposer):
+    """A proposer whose drafts, improvements and repairs come from an LLM, around `offline` (its `inner`), which takes
+    over when the LLM fails."""
 
-    def __init__(self, client: LLMClient, offline: TreeProposer, *, recall: Any = None, coder: Any = None,
+    def __init__(self, client: LLMClient, offline: TreeProposer, *, recall: Any = None, coder: FreeCoder | None = None,
                  code_off: str | None = None, max_failures: int = MAX_FAILURES):
+        super().__init__(offline)
         self.client = client
-        self.offline = offline
-        self.trainers: Mapping[str, Trainer] = offline.trainers
         self.recall = recall  # agent.memory's Recall (anything with to_dict()), or lines of text; None: no memories
-        self.coder = coder  # agent.llm.coder.FreeCoder, or None: spec answers only
+        self.coder = coder  # None: spec answers only
         self._no_coder = code_off  # why there is no coder (the machine cannot isolate scripts), if that is why
         self.max_failures = max_failures
         self.failures = 0  # failed steps in a row
@@ -105,9 +93,8 @@ class LLMProposer:
         self.answers: Counter[str] = Counter()
         self.fallbacks: list[str] = []
         self._pending = _Pending(client.usage)
-        self._steps: deque[LLMStep] = deque()  # the steps of proposals made, not yet taken by a recorded node
+        self._steps: deque[StepUsage] = deque()  # the usage of proposals made, not yet taken by a recorded node
         self._documents: list | None = None
-        self._journal: Journal | None = None  # debug() is not given the journal: the one draft/improve saw
         self._code_off_told = False  # whether a plan has said why free code is off
 
     @property
@@ -125,74 +112,64 @@ class LLMProposer:
         self.client.deadline = deadline
         if self.coder is not None:
             self.coder.deadline = deadline
+        super().set_deadline(deadline)
 
     @property
     def knowledge(self) -> KnowledgeTreeProposer | None:
-        """The knowledge proposer: the offline one, or the one inside it (the case library's wraps it)."""
-        proposer = self.offline
-        while proposer is not None and not isinstance(proposer, KnowledgeTreeProposer):
-            proposer = getattr(proposer, "inner", None)
-        return proposer
+        """The knowledge proposer: the offline one, or the one under it (the case library's wraps it)."""
+        return self.inner.find(KnowledgeTreeProposer)
 
-    # ---- the TreeProposer protocol
+    # ---- the three actions
 
     def draft(self, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
-        self._journal = journal
-
         def offline() -> Proposal | None:
-            return self.offline.draft(profile, journal, rng)
+            return self.inner.draft(profile, journal, rng)
 
         if not journal.draft_nodes:  # the reference draft, while the knowledge base is read
             return self._emit(offline())
         return self._step(lambda: self._draft(profile, journal), offline)
 
     def improve(self, node: Node, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
-        self._journal = journal
-
         def offline() -> Proposal | None:  # the offline proposers change specs, not scripts
-            return None if node.candidate.trainer == FREE_CODE else self.offline.improve(node, profile, journal, rng)
+            return None if node.candidate.trainer == FREE_CODE else self.inner.improve(node, profile, journal, rng)
 
         if node.members or (self.coder is not None and self.coder.wrote(node) and not self.coding):
             return self._emit(offline())  # a combination is the search's own; a script needs free code
         return self._step(lambda: self._improve(node, profile, journal), offline)
 
-    def debug(self, node: Node, profile: TaskProfile, rng: random.Random) -> Proposal | None:
+    def debug(self, node: Node, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
         def offline() -> Proposal | None:  # the offline proposers repair specs, not scripts
-            return None if node.candidate.trainer == FREE_CODE else self.offline.debug(node, profile, rng)
+            return None if node.candidate.trainer == FREE_CODE else self.inner.debug(node, profile, journal, rng)
 
         if self.coder is not None and self.coder.wrote(node) and not self.coding:
             return self._emit(offline())
-        return self._step(lambda: self._debug(node, profile, self._journal or Journal()), offline)
+        return self._step(lambda: self._debug(node, profile, journal), offline)
 
     def observe(self, node: Node) -> None:
         if self.coder is not None:
             self.coder.observe(node)
-        if isinstance(self.offline, ObservingProposer):
-            self.offline.observe(node)
-
-    def blend_trick(self, profile: TaskProfile, journal: Journal) -> AppliedTrick | None:
-        return self.offline.blend_trick(profile, journal) if isinstance(self.offline, BlendingProposer) else None
+        super().observe(node)
 
     # ---- metering
 
-    def take_step(self) -> LLMStep:
-        """What the LLM did towards the next node the search records: the proposals' steps in the order they were
+    def take_usage(self) -> StepUsage:
+        """What the LLM did towards the next node the search records: the proposals' usage in the order they were
         made (a search evaluating a batch records its nodes in that order); for a node that is no proposal of
         this proposer's (a blend), what was spent since the last one."""
         return self._steps.popleft() if self._steps else self._flush()
 
     def _emit(self, proposal: Proposal | None) -> Proposal | None:
-        """The proposal, its LLM step queued for take_step; without one, the step goes on into the next."""
+        """The proposal, its usage queued for take_usage; without one, the usage goes on into the next."""
         if proposal is not None:
             self._steps.append(self._flush())
         return proposal
 
-    def _flush(self) -> LLMStep:
+    def _flush(self) -> StepUsage:
         pending = self._pending
         self._pending = _Pending(self.client.usage)
-        return LLMStep(self.client.usage - pending.mark, pending.answer, "; ".join(pending.fallbacks) or None)
+        return StepUsage(self.client.usage - pending.mark, pending.answer, "; ".join(pending.fallbacks) or None)
 
-    def record(self) -> dict[str, Any]:
+    def usage_record(self) -> dict[str, Any]:
         """run.json's `llm` section."""
         return {**self.client.record(), "answers": dict(self.answers), "fallbacks": len(self.fallbacks),
                 "fallback_reasons": sorted(set(self.fallbacks))[:20], "offline_since": self.disabled,
@@ -254,8 +231,9 @@ class LLMProposer:
         return f"{trick.source_kind or 'trick'}, {where}"
 
     def _memories(self) -> list[str]:
-        """The memories as lines: the recall given, else the case library's (when the offline proposer is its)."""
-        recall = self.recall if self.recall is not None else getattr(self.offline, "recall", None)
+        """The memories as lines: the recall given, else the case library's (when its proposer is under this one)."""
+        library = self.inner.find(MemoryTreeProposer)
+        recall = self.recall if self.recall is not None else library.recall if library is not None else None
         if recall is None or getattr(recall, "empty", False):
             return []
         if hasattr(recall, "to_dict"):

@@ -1,4 +1,4 @@
-"""The case library at work in the tree search: a TreeProposer around any other (`MemoryTreeProposer`).
+"""The case library at work in the tree search: a proposer around any other (`MemoryTreeProposer`, a WrappingProposer).
 
 - **Drafts** start from the best single-model specs of the most similar solved tasks of the same task type (close
   enough: MIN_DRAFT_SIMILARITY; one per model family), fitted to this task's columns (a step naming a column this
@@ -6,8 +6,8 @@
   A remembered spec whose CV time, scaled to this table's rows, exceeds a node's time cap is left out (a model
   tuned with 4,000 trees on one task would spend the cap of a shorter budget and end over time), and the next
   draft's plan says so.
-- **Improvements** stay the inner proposer's; one that ranks retrieved tricks (`AdvisedProposer`, the knowledge
-  proposer) gets a `TrickAdvice`: tricks that helped on similar tasks first, unmeasured ones next, known harm last,
+- **Improvements** stay the inner proposer's; one that ranks retrieved tricks (the knowledge proposer's
+  `use_memory`) gets a `TrickAdvice`: tricks that helped on similar tasks first, unmeasured ones next, known harm last,
   and a trick that hurt on two or more similar tasks and never helped is skipped; the plan says why.
 - **Debug steps** first try the repair that worked on the same failure elsewhere (same failure kind, exception and
   message, or the same leaking op), made on this node's candidate; else the inner proposer's repair.
@@ -19,14 +19,14 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.trainers import Trainer, trainer_registry
 from agent.memory.records import LEAKAGE, Effect, NegativeMemory, PastError, Recall
 from agent.memory.text import error_class, failure_message, message_key
 from agent.search.journal import Journal, Node, candidate_key
-from agent.search.protocols import BlendingProposer, ObservingProposer, Proposal, TreeProposer
+from agent.search.protocols import Proposal, TreeProposer, WrappingProposer
 from retrieval.profile import TaskProfile
 
 MEMORY_DRAFTS = 2  # drafts taken from similar tasks' best specs (one per model family); the inner proposer's follow
@@ -87,21 +87,6 @@ class TrickAdvice:
         return "".join(f"; {part}" for part in parts)
 
 
-@runtime_checkable
-class AdvisedProposer(Protocol):
-    """A proposer that ranks retrieved tricks and takes the case library's advice on them."""
-
-    def use_memory(self, advice: TrickAdvice) -> None: ...
-
-
-@runtime_checkable
-class ReadingProposer(Protocol):
-    """A proposer that reads something slow (the knowledge base) on a worker thread once asked: started by the
-    memory proposer when its own draft comes first, so the read still overlaps the first evaluation."""
-
-    def start_reading(self, profile: TaskProfile) -> None: ...
-
-
 def fit_to_task(candidate: SolutionCandidate, profile: TaskProfile) -> tuple[SolutionCandidate, tuple[str, ...]]:
     """The candidate without the steps that name a column this task lacks, and why each was dropped. (Steps that
     select columns by kind, such as datetime_parts or tfidf_text, pass through nothing when the kind is absent.)"""
@@ -152,23 +137,23 @@ def failure_matches(memory: NegativeMemory, node: Node) -> bool:
         or memory.trainer == node.candidate.trainer
 
 
-class MemoryTreeProposer:
-    """A TreeProposer that lets the case library move the search (see the module docstring) around `inner`."""
+class MemoryTreeProposer(WrappingProposer):
+    """A proposer that lets the case library move the search (see the module docstring) around `inner`."""
 
     def __init__(self, inner: TreeProposer, recall: Recall | Callable[[], Recall], *,
                  trainers: Mapping[str, Trainer] | None = None, drafts: int = MEMORY_DRAFTS,
                  node_seconds: float | None = None):
-        self.inner = inner
+        super().__init__(inner)
         self.node_seconds = node_seconds  # the longest a node may take in this search (None: no budget)
         self._too_slow: list[str] = []  # remembered drafts left out (would not finish in time), not yet named
         self._named: set[str] = set()  # ... and those already named in a plan
         self._recall = recall
-        self.trainers = trainer_registry(trainers if trainers is not None else getattr(inner, "trainers", None))
+        if trainers is not None:
+            self.trainers = trainer_registry(trainers)
         self.drafts = drafts
         self._drafted = 0
         self._advised = False
         self._tried: set[str] = set()  # candidates memory's repairs proposed, so none is proposed twice
-        self._journal: Journal | None = None  # the search's journal (debug is not handed it; draft comes first)
 
     @property
     def recall(self) -> Recall:
@@ -180,22 +165,21 @@ class MemoryTreeProposer:
     def _advise(self) -> None:
         if not self._advised:
             self._advised = True
-            if isinstance(self.inner, AdvisedProposer) and self.recall.trick_effects:
+            if self.recall.trick_effects:
                 self.inner.use_memory(TrickAdvice(self.recall))
 
     # ---- draft
 
     def draft(self, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
-        self._journal = journal
         self._advise()  # waits for the recall: its embedding is done before the inner proposer's reading starts
-        if not journal.draft_nodes and isinstance(self.inner, ReadingProposer):
+        if not journal.draft_nodes:
             self.inner.start_reading(profile)  # overlaps memory's first draft, as it would the inner's
         if self._drafted < self.drafts:
             proposal = self._remembered_draft(profile, journal)
             if proposal is not None:
                 self._drafted += 1
                 return proposal
-        proposal = self.inner.draft(profile, journal, rng)
+        proposal = super().draft(profile, journal, rng)
         if proposal is not None and self._too_slow:  # the next draft says which remembered ones it stands in for
             proposal = replace(proposal, plan=f"{proposal.plan}; memory left out {'; '.join(self._too_slow)}")
             self._too_slow = []
@@ -233,27 +217,28 @@ class MemoryTreeProposer:
 
     def improve(self, node: Node, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
         self._advise()
-        return self.inner.improve(node, profile, journal, rng)
+        return super().improve(node, profile, journal, rng)
 
     # ---- debug
 
-    def debug(self, node: Node, profile: TaskProfile, rng: random.Random) -> Proposal | None:
+    def debug(self, node: Node, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
         for past in self.recall.errors:  # the most similar task's first
-            proposal = self._remembered_repair(past, node, profile) if failure_matches(past.memory, node) else None
+            proposal = self._remembered_repair(past, node, profile, journal) if failure_matches(past.memory, node) \
+                else None
             if proposal is not None:
                 return proposal
-        return self.inner.debug(node, profile, rng)
+        return super().debug(node, profile, journal, rng)
 
-    def _remembered_repair(self, past: PastError, node: Node, profile: TaskProfile) -> Proposal | None:
+    def _remembered_repair(self, past: PastError, node: Node, profile: TaskProfile,
+                           journal: Journal) -> Proposal | None:
         memory, repair = past.memory, past.memory.repair
         changed = repair.change.apply(node.candidate)
         if changed is None:
             return None
         candidate, dropped = fit_to_task(changed, profile)
         key = candidate_key(candidate, self.trainers)
-        journal = self._journal
         if candidate.trainer not in self.trainers or key == candidate_key(node.candidate, self.trainers) \
-                or key in self._tried or (journal is not None and journal.has(key, self.trainers)):
+                or key in self._tried or journal.has(key, self.trainers):
             return None
         self._tried.add(key)
         what = f" at {memory.failed_op}" if memory.failed_op else ""
@@ -263,12 +248,3 @@ class MemoryTreeProposer:
             f"{what}: {memory.message[:120]}) on task {memory.task_name} (similarity {past.similarity:.2f}) was "
             f"repaired by: {repair.change.describe()} (CV {memory.metric or 'score'}={repair.score:.4f}); "
             f"try it first{note}"))
-
-    # ---- what the search asks of some proposers
-
-    def blend_trick(self, profile: TaskProfile, journal: Journal) -> AppliedTrick | None:
-        return self.inner.blend_trick(profile, journal) if isinstance(self.inner, BlendingProposer) else None
-
-    def observe(self, node: Node) -> None:
-        if isinstance(self.inner, ObservingProposer):
-            self.inner.observe(node)

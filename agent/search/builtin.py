@@ -27,7 +27,7 @@ from agent.engine.trainers import (
     trainer_registry,
 )
 from agent.search.journal import OVER_TIME, Journal, Node, candidate_key
-from agent.search.protocols import Proposal
+from agent.search.protocols import Proposal, TreeProposer
 from agent.search.repair import ENCODERS, diagnose
 from agent.search.tuning import DEFAULT_TRIALS, Tuner
 from retrieval.metrics import CLASSIFICATION
@@ -89,7 +89,7 @@ def _ops(candidate: SolutionCandidate) -> list[str]:
     return [step.op for step in candidate.steps or ()]
 
 
-class BuiltinTreeProposer:
+class BuiltinTreeProposer(TreeProposer):
     """The knowledge-free tree proposer: model families, built-in improvements, failure-reading repairs."""
 
     def __init__(self, trainers: Mapping[str, Trainer] | None = None, families: Sequence[str] = DRAFT_FAMILIES):
@@ -196,7 +196,7 @@ class BuiltinTreeProposer:
 
     # ---- debug
 
-    def debug(self, node: Node, profile: TaskProfile, rng: random.Random) -> Proposal | None:
+    def debug(self, node: Node, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
         repair = diagnose(node, profile, self.trainers)
         if repair is None:
             return None

@@ -1,18 +1,30 @@
-"""What a tree-search proposer is (TreeProposer, and the optional BlendingProposer and ObservingProposer), and
-the proposals it returns.
+"""What a tree-search proposer is (`TreeProposer`, one protocol every proposer inherits), how proposers compose
+(`WrappingProposer`: a proposer around another), and what they return (`Proposal`, `BlendProposal`, `StepUsage`).
+
+Every proposer answers the three actions with the same arguments (the journal passed to each) and inherits the
+optional hooks with no-op defaults, so the search calls them on any proposer without asking what it is. A proposer
+around another (the case library's, the LLM's) is a `WrappingProposer`: it hands on every hook it does not answer
+itself, and `find` looks along the chain for a proposer of a given kind (the knowledge proposer under the wrappers).
 
 The final combination (blend, stack, rank average) is the search's own step (agent.search.tree): every search ends
-with it when the metric can be blended. A BlendingProposer only names the knowledge behind it (provenance).
+with it when the metric can be blended. `blend_trick` only names the knowledge behind it (provenance).
+
+The seed loop's proposer (agent.seedloop.loop.CandidateProposer) is another algorithm and stays apart: see there.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from abc import abstractmethod
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol, TypeVar
 
 from agent.candidate import AppliedTrick, SolutionCandidate
+from agent.engine.trainers import Trainer, trainer_registry
 from agent.search.journal import Journal, Node
+from kb.llm import Usage
 from retrieval.profile import TaskProfile
 
 # The trainer name of a free-code node: its solution is a script (Proposal.script), not a spec of the vocabulary.
@@ -40,35 +52,122 @@ class BlendProposal:
     trick: AppliedTrick | None = None
 
 
-@runtime_checkable
-class TreeProposer(Protocol):
-    """Proposes the next solution for each kind of step; None when it has nothing (more) to offer."""
+@dataclass(frozen=True)
+class StepUsage:
+    """What a proposer spent towards one node: an LLM's tokens and cost, the kind of answer it gave (None when the
+    node is an offline proposer's), and why it fell back (None when it did not). A trace line's `llm` entry."""
 
+    usage: Usage = field(default_factory=Usage)
+    answer: str | None = None
+    fallback: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.usage.to_dict(), "answer": self.answer, "fallback": self.fallback}
+
+
+P = TypeVar("P", bound="TreeProposer")
+
+
+class TreeProposer(Protocol):
+    """Proposes the next solution for each kind of step; None when it has nothing (more) to offer.
+
+    Inherit it: the three actions are the proposer's own, and every hook below has a no-op default."""
+
+    # The trainers its proposals may name; empty: the built-in ones (agent.engine.trainers.trainer_registry).
+    trainers: Mapping[str, Trainer] = MappingProxyType({})
+
+    # ---- the three actions
+
+    @abstractmethod
     def draft(self, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None: ...
 
+    @abstractmethod
     def improve(self, node: Node, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None: ...
 
-    def debug(self, node: Node, profile: TaskProfile, rng: random.Random) -> Proposal | None: ...
+    @abstractmethod
+    def debug(self, node: Node, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None: ...
+
+    # ---- hooks
+
+    def set_deadline(self, deadline: float) -> None:
+        """When the search must end (its deadline less the time kept for the final fit and the outputs), told
+        before each proposal: a proposer whose proposals take time of their own (an LLM's calls) ends them by it."""
+
+    def observe(self, node: Node) -> None:
+        """A node the search recorded: a proposer that learns from them (Optuna studies, refused scripts) does."""
+
+    def blend_trick(self, profile: TaskProfile, journal: Journal) -> AppliedTrick | None:
+        """The retrieved ensembling trick the search's final combination names (provenance: it blends anyway)."""
+        return None
+
+    def start_reading(self, profile: TaskProfile) -> None:
+        """Start reading what is slow to read (the knowledge base) on a worker thread, so that the read overlaps the
+        first evaluation."""
+
+    def use_memory(self, advice: Any) -> None:
+        """The case library's measured effects of tricks on similar tasks (agent.memory.proposer.TrickAdvice), for a
+        proposer that ranks retrieved tricks."""
+
+    # ---- metering
+
+    def take_usage(self) -> StepUsage | None:
+        """What the proposer spent towards the next node the search records; None when it spends nothing to meter
+        (an offline proposer: the node's trace line has no `llm` entry)."""
+        return None
+
+    def usage_record(self) -> dict[str, Any] | None:
+        """What the proposer spent in the run, run.json's `llm` section; None when it spends nothing to meter."""
+        return None
+
+    # ---- the chain
+
+    def chain(self) -> Iterator[TreeProposer]:
+        """This proposer, then the ones it wraps, outermost first."""
+        yield self
+
+    def find(self, kind: type[P]) -> P | None:
+        """The first proposer along the chain that is a `kind` (the knowledge proposer under the LLM's and the case
+        library's), None when there is none."""
+        return next((proposer for proposer in self.chain() if isinstance(proposer, kind)), None)
 
 
-@runtime_checkable
-class BlendingProposer(Protocol):
-    """A proposer that can name the knowledge behind the search's final combination (the knowledge proposer: a
-    retrieved ensembling trick). Provenance only: the search combines its best nodes with or without it."""
+class WrappingProposer(TreeProposer):
+    """A proposer around `inner`: what it does not answer itself, the inner proposer does (every action and hook)."""
 
-    def blend_trick(self, profile: TaskProfile, journal: Journal) -> AppliedTrick | None: ...
+    def __init__(self, inner: TreeProposer):
+        self.inner = inner
+        self.trainers = trainer_registry(inner.trainers)
 
+    def draft(self, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
+        return self.inner.draft(profile, journal, rng)
 
-@runtime_checkable
-class TimedProposer(Protocol):
-    """A proposer whose proposals take time of their own (an LLM's calls): the search tells it, before each
-    proposal, when the search must end (its deadline less the time kept for the final fit and the outputs)."""
+    def improve(self, node: Node, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
+        return self.inner.improve(node, profile, journal, rng)
 
-    def set_deadline(self, deadline: float) -> None: ...
+    def debug(self, node: Node, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
+        return self.inner.debug(node, profile, journal, rng)
 
+    def set_deadline(self, deadline: float) -> None:
+        self.inner.set_deadline(deadline)
 
-@runtime_checkable
-class ObservingProposer(Protocol):
-    """A proposer that learns from each verified node (its Optuna studies, agent.search.tuning)."""
+    def observe(self, node: Node) -> None:
+        self.inner.observe(node)
 
-    def observe(self, node: Node) -> None: ...
+    def blend_trick(self, profile: TaskProfile, journal: Journal) -> AppliedTrick | None:
+        return self.inner.blend_trick(profile, journal)
+
+    def start_reading(self, profile: TaskProfile) -> None:
+        self.inner.start_reading(profile)
+
+    def use_memory(self, advice: Any) -> None:
+        self.inner.use_memory(advice)
+
+    def take_usage(self) -> StepUsage | None:
+        return self.inner.take_usage()
+
+    def usage_record(self) -> dict[str, Any] | None:
+        return self.inner.usage_record()
+
+    def chain(self) -> Iterator[TreeProposer]:
+        yield self
+        yield from self.inner.chain()

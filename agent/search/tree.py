@@ -23,7 +23,7 @@ The final combination is the engine's, with or without knowledge: when the metri
 (agent.search.blending.blendable) and at least two verified nodes exist, the search combines the nodes
 `blend_candidates` picks (each family's best, then the best of the rest) every way the metric allows: a greedy
 weighted average, a linear stack, a rank average. A proposer that names a retrieved ensembling trick
-(`BlendingProposer`) only has the trick named in the plan.
+(`TreeProposer.blend_trick`) only has the trick named in the plan.
 """
 
 from __future__ import annotations
@@ -68,15 +68,7 @@ from agent.search.journal import (
     Node,
 )
 from agent.search.policy import SearchPolicy, SearchSettings
-from agent.search.protocols import (
-    FREE_CODE,
-    BlendingProposer,
-    BlendProposal,
-    ObservingProposer,
-    Proposal,
-    TimedProposer,
-    TreeProposer,
-)
+from agent.search.protocols import FREE_CODE, BlendProposal, Proposal, TreeProposer
 from agent.verify.findings import Evidence
 from agent.verify.verifier import DeterministicVerifier, Verifier
 from retrieval.profile import TaskProfile
@@ -230,8 +222,7 @@ class TreeSearch:
 
         def record(node: Node, attempt: AttemptRecord) -> None:
             attempts.append(attempt)
-            if isinstance(self.proposer, ObservingProposer):
-                self.proposer.observe(node)
+            self.proposer.observe(node)
             # Free code is not blended: a blend is refit from its members' specs, and a script has none.
             if node.valid and attempt.evidence.predictions is not None and node.id not in self.script_runs:
                 predictions[node.id] = attempt.evidence.predictions
@@ -252,8 +243,7 @@ class TreeSearch:
         while not stop_reason:
             # No node may run into the time kept back for the final refit and the outputs.
             search_deadline = deadline - self.refit_reserve(journal, blending, evidence_of, len(dataset.y))
-            if isinstance(self.proposer, TimedProposer):  # no LLM call may run past it either
-                self.proposer.set_deadline(search_deadline)
+            self.proposer.set_deadline(search_deadline)  # no LLM call may run past it either
             # One proposal per worker, all drawn before any is evaluated, each seeing the earlier ones as pending
             # nodes (`view`); they are evaluated together and appended in this order, whichever finishes first.
             batch: list[tuple[Proposal, str, Node | None]] = []
@@ -412,7 +402,7 @@ class TreeSearch:
             return self.proposer.draft(profile, journal, rng)
         if action == IMPROVE:
             return self.proposer.improve(target, profile, journal, rng)
-        return self.proposer.debug(target, profile, rng)
+        return self.proposer.debug(target, profile, journal, rng)
 
     def _evaluate_batch(self, batch: Sequence[tuple[Proposal, str, Node | None]], first_id: int, dataset: Dataset,
                         validation: ValidationSpec, deadline: float, explore: Exploring | None,
@@ -505,7 +495,7 @@ class TreeSearch:
         ranked = blend_candidates(journal)
         if len(ranked) < 2:
             return None
-        trick = self.proposer.blend_trick(profile, journal) if isinstance(self.proposer, BlendingProposer) else None
+        trick = self.proposer.blend_trick(profile, journal)
         plan = "blend the best nodes (the search's final combination"
         plan += f", as {trick.describe()} also suggests)" if trick is not None else ")"
         return BlendProposal(tuple(node.id for node in ranked), plan, trick)

@@ -30,6 +30,13 @@ from agent.verify.verifier import DeterministicVerifier, Verifier
 
 @runtime_checkable
 class CandidateProposer(Protocol):
+    """The seed loop's proposer: a seed population, then one candidate per reflection round from every attempt so far.
+
+    Not the tree search's TreeProposer (agent.search.protocols), on purpose: this loop has no tree, so no journal of
+    nodes to pass, no parent to improve or failed node to debug, and no hooks (deadline, observe, blend) to call; its
+    history is the flat list of AttemptRecords. Folding it into TreeProposer would give every seed-loop proposer three
+    actions it cannot answer, or every tree proposer a `seed` it has no use for."""
+
     def seed(self, dataset: Dataset) -> Sequence[SolutionCandidate]:
         """The seed population, evaluated before any reflection."""
 

@@ -22,7 +22,7 @@ from agent.llm.proposer import LLMProposer
 from agent.search.builtin import BuiltinTreeProposer
 from agent.search.journal import Journal, Node
 from agent.search.policy import SearchSettings
-from agent.search.protocols import FREE_CODE, Proposal
+from agent.search.protocols import FREE_CODE, Proposal, TreeProposer
 from agent.solve import SolveSettings, solve_task
 from cli.agent import main
 from kb.llm import LLMClient
@@ -118,10 +118,8 @@ def test_free_code_is_written_step_by_step_and_scored_by_the_engine(fake_llm, at
     assert run["llm"]["answers"] == {"code": 1}
 
 
-class OneScript:
+class OneScript(TreeProposer):
     """A proposer whose only draft is a script (as the LLM's coder hands one to the search)."""
-
-    trainers: dict = {}
 
     def draft(self, profile, journal: Journal, rng: random.Random):
         if len(journal):
@@ -132,7 +130,7 @@ class OneScript:
     def improve(self, node, profile, journal, rng):
         return None
 
-    def debug(self, node, profile, rng):
+    def debug(self, node, profile, journal, rng):
         return None
 
 
@@ -169,4 +167,4 @@ def test_a_step_that_keeps_failing_abandons_the_plan_and_the_step_falls_back(fak
     assert len(fake_llm.requests) == 6 and proposal.script is None
     assert proposal.candidate == BuiltinTreeProposer().draft(profile, journal, random.Random(0)).candidate
     assert "free code abandoned: step 1 of 2 still failed after 3 tries" in proposal.plan
-    assert llm.take_step().fallback.startswith("free code abandoned")
+    assert llm.take_usage().fallback.startswith("free code abandoned")

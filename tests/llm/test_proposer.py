@@ -12,6 +12,7 @@ from agent.candidate import SolutionCandidate
 from agent.engine.trainers import steps_for, trainer_registry
 from agent.knowledge.proposer import KnowledgeTreeProposer
 from agent.llm.proposer import LLMProposer
+from agent.memory.proposer import MemoryTreeProposer
 from agent.search.builtin import BuiltinTreeProposer
 from agent.search.journal import Journal, Node
 from kb.llm import LLMClient
@@ -56,9 +57,9 @@ def test_a_draft_answer_becomes_the_candidate_and_its_plan(fake_llm, profile):
     assert proposal.candidate.trainer == "extra_trees" and proposal.candidate.params == {"n_estimators": 150}
     assert proposal.candidate.steps == steps_for("extra_trees", trainer_registry())  # null steps: the defaults
     assert proposal.plan.startswith("draft: extra trees — LLM claude-haiku-4-5: Extra trees are")
-    step = llm.take_step()
+    step = llm.take_usage()
     assert step.answer == "spec" and step.fallback is None and step.usage.calls == 1 and step.usage.cost_usd > 0
-    assert llm.take_step().usage.calls == 0  # taken once: the next node starts from nothing
+    assert llm.take_usage().usage.calls == 0  # taken once: the next node starts from nothing
 
 
 def test_the_first_draft_is_the_offline_reference_without_a_call(fake_llm, profile):
@@ -70,7 +71,7 @@ def test_malformed_json_is_reasked_once_then_used(fake_llm, profile):
     fake_llm.answer("Sure! I would try {trainer: extra_trees, with more trees}", f"```json\n{__import__('json').dumps(SPEC)}\n```")
     llm = proposer()
     proposal = llm.draft(profile, journal_of(node(0, "linear", 0.7)), random.Random(0))
-    assert proposal.candidate.trainer == "extra_trees" and llm.take_step().answer == "spec"
+    assert proposal.candidate.trainer == "extra_trees" and llm.take_usage().answer == "spec"
     reask = fake_llm.requests[1]["messages"]
     assert reask[1] == {"role": "assistant", "content": "Sure! I would try {trainer: extra_trees, with more trees}"}
     assert reask[2]["content"].startswith("That answer cannot be used: the answer holds no JSON object")
@@ -84,7 +85,7 @@ def test_malformed_twice_falls_back_and_the_plan_says_so(fake_llm, profile):
     # the built-in proposer's next draft, with the reason
     assert proposal.candidate == offline_draft(profile, journal).candidate
     assert "[offline proposer: the LLM gave no usable answer (the answer holds no JSON object" in proposal.plan
-    step = llm.take_step()
+    step = llm.take_usage()
     assert step.answer is None and "after 1 re-ask" in step.fallback and step.usage.calls == 2
 
 
@@ -135,22 +136,37 @@ def test_an_improvement_integrates_exactly_one_offered_trick(fake_llm, profile, 
     assert 'kind="retrieved tricks"' in documents and feature_cards_kb.get(chosen).text.split()[0] in documents
 
 
+def test_the_llm_proposer_finds_the_knowledge_proposer_under_the_case_librarys():
+    knowledge = KnowledgeTreeProposer(None, retrieved=[])
+    memory = MemoryTreeProposer(knowledge, lambda: pytest.fail("finding a proposer reads no recall"))
+    llm = proposer(memory)
+    assert list(llm.chain()) == [llm, memory, knowledge]
+    assert llm.knowledge is knowledge and llm.find(MemoryTreeProposer) is memory
+    assert knowledge.find(MemoryTreeProposer) is None
+    llm.set_deadline(1234.5)
+    assert llm.client.deadline == 1234.5
+    # only the LLM meters: run.json's llm section is its own, the offline proposers under it have none
+    assert memory.usage_record() is None and knowledge.take_usage() is None
+    assert llm.usage_record()["usage"]["calls"] == 0 and llm.take_usage().usage.calls == 0
+
+
 def test_debug_reads_the_error_and_answers_a_repair(fake_llm, profile):
     failed = node(1, "xgboost", 0, parent=0, action="improve", status="buggy",
                   error="Traceback ...\nValueError: Invalid parameter 'max_dept' for estimator XGBClassifier",
                   params={"max_dept": 4})
     fake_llm.answer({**SPEC, "trainer": "xgboost", "params_json": "{\"max_depth\": 4}", "rationale": "Fix the typo."})
     llm = proposer()
-    proposal = llm.debug(failed, profile, random.Random(0))
+    proposal = llm.debug(failed, profile, journal_of(node(0, "xgboost", 0.7), failed), random.Random(0))
     assert proposal.candidate.params == {"max_depth": 4} and proposal.plan.startswith("debug node 1 (xgboost)")
     assert "ValueError: Invalid parameter 'max_dept'" in fake_llm.question()
+    assert "2 nodes so far; best: node 0" in fake_llm.question()  # the journal handed to debug is summarised
 
 
 def test_429_then_success_is_retried_by_the_client(fake_llm, profile):
     fake_llm.fail(429, retry_after="0").answer(SPEC)
     llm = proposer()
     proposal = llm.draft(profile, journal_of(node(0, "linear", 0.7)), random.Random(0))
-    assert proposal.candidate.trainer == "extra_trees" and llm.take_step().fallback is None
+    assert proposal.candidate.trainer == "extra_trees" and llm.take_usage().fallback is None
     assert [headers["x-stainless-retry-count"] for headers in fake_llm.headers] == ["0", "1"]
     assert llm.client.usage.calls == 1  # a refused request is not an answered call
 
@@ -164,7 +180,7 @@ def test_a_server_that_keeps_failing_falls_back_then_stays_offline(fake_llm, pro
     assert "(3 LLM steps failed in a row, the last: claude-haiku-4-5: HTTP 500" in plans[3]
     # two tries per step (one retry) for three steps in a row, then the rest of the run is offline: no more requests
     assert len(fake_llm.requests) == 6 and llm.disabled.startswith("3 LLM steps failed in a row")
-    assert llm.record()["fallbacks"] == 4 and llm.record()["usage"]["calls"] == 0
+    assert llm.usage_record()["fallbacks"] == 4 and llm.usage_record()["usage"]["calls"] == 0
 
 
 def test_a_spent_budget_refuses_further_calls(fake_llm, profile):
@@ -175,7 +191,7 @@ def test_a_spent_budget_refuses_further_calls(fake_llm, profile):
     second = llm.draft(profile, journal, random.Random(0))
     assert first.candidate.trainer == "extra_trees" and len(fake_llm.requests) == 1
     assert "the LLM budget of $0.0001 is spent" in second.plan and llm.disabled.startswith("the LLM budget")
-    record = llm.record()
+    record = llm.usage_record()
     assert record["usage"]["cost_usd"] > record["budget_usd"] and record["fallbacks"] == 1
 
 

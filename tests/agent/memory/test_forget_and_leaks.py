@@ -31,7 +31,7 @@ class OnlyBroken(BuiltinTreeProposer):
         candidate = SolutionCandidate("random_forest", {"n_estimators": -5})
         return Proposal(candidate, "draft: a forest with a broken tree count")
 
-    def debug(self, node, profile, rng):
+    def debug(self, node, profile, journal, rng):
         return None
 
 

@@ -44,7 +44,7 @@ class BrokenFirstDraft(BuiltinTreeProposer):
 class FortyTreesRepair(BrokenFirstDraft):
     """... and whose repair is 40 trees (the built-in repair would drop the parameter: 100 trees)."""
 
-    def debug(self, node, profile, rng):
+    def debug(self, node, profile, journal, rng):
         return Proposal(replace(node.candidate, params={**node.candidate.params, "n_estimators": 40}),
                         f"debug node {node.id}: 40 trees")
 

@@ -23,7 +23,7 @@ from agent.search.blending import BLEND_CANDIDATES, blend_candidates
 from agent.search.builtin import BuiltinTreeProposer
 from agent.search.journal import BUGGY, DEAD, DEBUG, DRAFT, IMPROVE, OVER_TIME, VALID, Journal, Node
 from agent.search.policy import SearchPolicy, SearchSettings
-from agent.search.protocols import Proposal
+from agent.search.protocols import Proposal, TreeProposer, WrappingProposer
 from agent.search.repair import Failure, diagnose
 from agent.search.tree import TreeSearch
 from agent.verify.findings import LEAK_TARGET, LEAK_TEST, Finding
@@ -259,7 +259,7 @@ def test_nodes_keep_the_verdicts_failure_kind_and_findings_through_json():
 # ---------------------------------------------------------------------------------------------- searches on real data
 
 
-class _Unrepairable:
+class _Unrepairable(TreeProposer):
     """Drafts one spec naming a trainer nobody registered; every repair is another unknown trainer."""
 
     def draft(self, profile, journal, rng):
@@ -268,7 +268,7 @@ class _Unrepairable:
     def improve(self, node, profile, journal, rng):
         return None
 
-    def debug(self, node, profile, rng):
+    def debug(self, node, profile, journal, rng):
         return Proposal(SolutionCandidate(f"nope{node.id}", {}, "", ()), f"debug node {node.id}")
 
 
@@ -281,6 +281,34 @@ def test_debug_chain_ends_dead_at_the_depth_limit(attrition):
         (DRAFT, 0, BUGGY), (DEBUG, 1, BUGGY), (DEBUG, 2, BUGGY), (DEBUG, 3, DEAD)]
     assert [n.parent_id for n in journal] == [None, 0, 1, 2]
     assert result.run.stop_reason == "the proposer has nothing more to try" and result.run.best_spec is None
+
+
+class _Watched(WrappingProposer):
+    """The built-in proposer, watched from around it: what the search tells a proposer, hook by hook."""
+
+    def __init__(self):
+        super().__init__(BuiltinTreeProposer())
+        self.deadlines: list[float] = []
+        self.observed: list[int] = []
+
+    def set_deadline(self, deadline):
+        self.deadlines.append(deadline)
+        super().set_deadline(deadline)
+
+    def observe(self, node):
+        self.observed.append(node.id)
+        super().observe(node)
+
+
+def test_the_search_tells_a_wrapped_proposer_its_deadline_and_every_node(attrition):
+    _, profile, dataset = attrition
+    proposer = _Watched()
+    started = time.monotonic()
+    result = TreeSearch(proposer, SearchSettings(num_drafts=2, steps=3, time_budget=120), cv=3).run(profile, dataset)
+    assert proposer.observed == [node.id for node in result.journal]  # blends included
+    assert proposer.deadlines and all(started < deadline <= started + 120 for deadline in proposer.deadlines)
+    assert list(proposer.chain()) == [proposer, proposer.inner] and proposer.find(BuiltinTreeProposer) is proposer.inner
+    assert proposer.take_usage() is None and proposer.usage_record() is None  # offline: nothing to meter
 
 
 class _BrokenFirstDraft(BuiltinTreeProposer):
