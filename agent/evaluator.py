@@ -30,6 +30,7 @@ from agent.engine.trainers import Trainer, trainer_registry
 from agent.execution.executors import Executor, LocalExecutor
 from agent.execution.free_code import PROBE_LEAK, PROBE_NOT_DETERMINISTIC, ScriptRun, run_script
 from agent.execution.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run_isolated
+from agent.settings import DEFAULT_CANDIDATE_TIME_LIMIT, SolveSettings
 from agent.verify.findings import (
     LEAK_TARGET,
     NOT_DETERMINISTIC,
@@ -41,8 +42,6 @@ from agent.verify.findings import (
 )
 from agent.verify.probes import inspect_candidate
 from agent.verify.verifier import oriented
-
-DEFAULT_CANDIDATE_TIME_LIMIT = 600.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,6 +85,15 @@ class Evaluator:
         # Where `evaluate` runs its jobs (this machine, or a Ray cluster); the refit stays on this machine, which
         # writes the outputs from its model.
         self.executor = executor if executor is not None else LocalExecutor()
+
+    @classmethod
+    def for_table(cls, settings: SolveSettings, rows: int, trainers: Mapping[str, Trainer] | None = None,
+                  step_ops: Mapping[str, StepOp] | None = None, executor: Executor | None = None) -> Evaluator:
+        """The evaluator a solve with `settings` scores a table of `rows` training rows with: its folds by
+        settings.folds_for, its seed the search's, its limits the settings'."""
+        return cls(settings.folds_for(rows), settings.search.seed, trainers, step_ops,
+                   candidate_time_limit=settings.candidate_time_limit, memory_limit=settings.memory_limit,
+                   executor=executor)
 
     @property
     def validation(self) -> ValidationSpec:
