@@ -10,11 +10,12 @@
 
 Stages, each a sub-package: engine (specs, steps, trainers, the runtime solutions carry, the sandbox),
 verify (leakage probes and the verifier), search (the solution tree), knowledge (tricks as recipes),
-outputs (the run folder) and seedloop (the seed card's loop). agent.evaluator scores specs for every search.
+outputs (the run folder) and seedloop (the seed card's loop). agent.evaluator scores specs for every search;
+agent.settings holds the settings a solve is given, frozen and passed whole.
 """
 
 from agent.predictor import Predictor
-from agent.search.policy import SearchSettings
-from agent.solve import SolveResult, SolveSettings, solve_task
+from agent.settings import SearchSettings, SolveSettings
+from agent.solve import SolveResult, solve_task
 
 __all__ = ["Predictor", "SearchSettings", "SolveResult", "SolveSettings", "solve_task"]

@@ -47,8 +47,11 @@ class SolutionCandidate:
 
 @dataclass(frozen=True)
 class AttemptRecord:
-    index: int
-    phase: str  # "seed" or "reflection"
+    """One evaluated candidate: the seed loop's record, and the tree search's nodes read the same way
+    (agent.search.journal.Journal.attempts) for the trace and the card's run."""
+
+    index: int  # the tree search: the node's id
+    action: str  # how it was made: "seed" or "reflection" in the seed loop, "draft", "improve" or "debug" in the tree
     candidate: SolutionCandidate
     spec: SolutionSpec
     evidence: Evidence
@@ -66,8 +69,8 @@ class AttemptRecord:
 
     def to_dict(self) -> dict[str, Any]:
         inspection = self.evidence.inspection
-        return {
-            "index": self.index, "phase": self.phase, "trainer": self.candidate.trainer,
+        return {  # "phase": trace.jsonl's key for the action since the seed loop's first runs
+            "index": self.index, "phase": self.action, "trainer": self.candidate.trainer,
             "rationale": self.candidate.rationale, "spec": self.spec.to_dict(),
             "status": self.evidence.status, "cv_score": json_number(self.evidence.metric_value),
             "fold_scores": [json_number(value) for value in self.evidence.fold_values],

@@ -45,6 +45,7 @@ from agent.engine.trainers import Trainer, trainer_registry
 from agent.execution.executors import Executor, LocalExecutor
 from agent.execution.free_code import PROBE_LEAK, PROBE_NOT_DETERMINISTIC, ScriptRun, run_script
 from agent.execution.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run_isolated
+from agent.settings import DEFAULT_CANDIDATE_TIME_LIMIT, SolveSettings
 from agent.verify.findings import (
     LEAK_TARGET,
     NOT_DETERMINISTIC,
@@ -57,7 +58,6 @@ from agent.verify.findings import (
 from agent.verify.probes import inspect_candidate
 from agent.verify.verifier import oriented
 
-DEFAULT_CANDIDATE_TIME_LIMIT = 600.0
 # Inspections kept for reuse: a run's distinct preprocessings are far fewer.
 INSPECTIONS_KEPT = 256
 
@@ -109,6 +109,15 @@ class Evaluator:
         self.reuse_preprocessing = reuse_preprocessing
         self._inspections: dict[str, Inspection] = {}  # preprocessing_key -> the probes' inspection
         self._data_tokens: weakref.WeakKeyDictionary[Dataset, str] = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def for_table(cls, settings: SolveSettings, rows: int, trainers: Mapping[str, Trainer] | None = None,
+                  step_ops: Mapping[str, StepOp] | None = None, executor: Executor | None = None) -> Evaluator:
+        """The evaluator a solve with `settings` scores a table of `rows` training rows with: its folds by
+        settings.folds_for, its seed the search's, its limits the settings'."""
+        return cls(settings.folds_for(rows), settings.search.seed, trainers, step_ops,
+                   candidate_time_limit=settings.candidate_time_limit, memory_limit=settings.memory_limit,
+                   executor=executor)
 
     @property
     def validation(self) -> ValidationSpec:

@@ -23,7 +23,8 @@ from agent.outputs.report import REPORT_FILE, TRACE_FILE, NodeView, read_run
 from agent.outputs.run_folder import RunFolderError
 from agent.outputs.saved_model import SavedModel, load_model
 from agent.search.journal import VALID
-from agent.solve import SolveResult, SolveSettings, solve_task
+from agent.settings import SolveSettings
+from agent.solve import SolveResult, solve_task
 from retrieval.metrics import metric_info
 from retrieval.profile import DESCRIPTION_FILE, TEST_FILE, TRAIN_FILE, profile_task
 

@@ -13,21 +13,19 @@ import time
 import traceback
 from collections.abc import Callable
 from contextlib import closing
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from agent.candidate import AttemptRecord, EngineeringRun, json_number
+from agent.candidate import EngineeringRun, json_number
 from agent.engine.dataset import Dataset, DatasetError
 from agent.engine.fit import check_folds
 from agent.engine.screening import screen_wide_table
-from agent.engine.spec import SolutionSpec, ValidationSpec
+from agent.engine.spec import ValidationSpec
 from agent.engine.trainers import trainer_registry
-from agent.evaluator import DEFAULT_CANDIDATE_TIME_LIMIT
 from agent.execution import isolation, sandbox
-from agent.execution.executors import LOCAL, make_executor
-from agent.execution.isolation import allowing_unisolated_code
-from agent.execution.sandbox import DEFAULT_MEMORY_LIMIT, Limits, error_tail
+from agent.execution.executors import make_executor
+from agent.execution.sandbox import Limits, error_tail
 from agent.knowledge.proposer import KnowledgeTreeProposer
 from agent.llm.coder import FreeCoder
 from agent.llm.proposer import LLMProposer
@@ -50,11 +48,13 @@ from agent.outputs.run_folder import (
 )
 from agent.outputs.saved_model import read_model_record, save_final_model
 from agent.search.builtin import DRAFT_FAMILIES, BuiltinTreeProposer
-from agent.search.journal import VALID, Journal, Node
-from agent.search.policy import SearchSettings
+from agent.search.clock import BudgetClock
+from agent.search.final import FOLD_AVERAGE, engineering_run
+from agent.search.journal import Journal, Node
 from agent.search.protocols import TreeProposer
-from agent.search.tree import FOLD_AVERAGE, TreeSearch
+from agent.search.tree import TreeSearch
 from agent.seedloop.loop import AgenticAutoML, CandidateProposer
+from agent.settings import SolveSettings
 from agent.verify.verifier import natural
 from kb.config import resolve_home
 from kb.llm import LLMClient
@@ -74,34 +74,8 @@ class BudgetTooSmall(ValueError):
 
 
 # The least a search needs once the task is set up: the first node on a small table (about 2 s, its worker's start
-# included) and the outputs (agent.search.tree.OUTPUT_SECONDS).
+# included) and the outputs (agent.search.clock.OUTPUT_SECONDS).
 MIN_SEARCH_SECONDS = 5.0
-
-
-@dataclass(frozen=True)
-class SolveSettings:
-    # The tree search's policy, steps, time budget and seed (the seed loop reads steps as reflection rounds).
-    search: SearchSettings = field(default_factory=SearchSettings)
-    use_kb: bool = False
-    cv: int = 5
-    patience: int = 3  # the seed loop only (a CandidateProposer passed to solve_task); the tree search runs its steps
-    candidate_time_limit: float = DEFAULT_CANDIDATE_TIME_LIMIT
-    memory_limit: int | None = DEFAULT_MEMORY_LIMIT
-    llm: str | None = None  # an Anthropic model id: the LLM proposer plans each step, the offline one is its fallback
-    llm_budget_usd: float | None = None  # no LLM calls once this much is spent (estimated from kb.llm.PRICES)
-    # Run the LLM's scripts where the OS offers no isolation (agent.execution.isolation), under the audit hook only.
-    allow_unisolated_code: bool = False
-    # Where the tree search evaluates its nodes (agent.execution.executors): "local" or "ray" (the cluster at
-    # `ray_address`), `workers` at once (default: 1 locally, the cluster's CPUs on Ray).
-    executor: str = LOCAL
-    ray_address: str | None = None
-    workers: int | None = None
-    # The model families the search drafts, in order (default: agent.search.builtin.DRAFT_FAMILIES), as FLAML's
-    # estimator_list narrows its search.
-    models: tuple[str, ...] | None = None
-    # When the submission averaged CV fold models (no refit fitted in the budget), fit them again after the search
-    # and save them in model.pkl (agent.outputs.saved_model); off, the budget is kept and there is no model.pkl.
-    save_fold_models: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,8 +114,7 @@ def solve_task(
     out_dir: Path,
     *,
     proposer: CandidateProposer | TreeProposer | None = None,
-    on_attempt: Callable[[AttemptRecord], None] | None = None,
-    on_node: Callable[[Node, AttemptRecord], None] | None = None,
+    on_node: Callable[[Node, Journal], None] | None = None,
     kb: KnowledgeBase | None = None,
     kb_home: Path | str | None = None,
     memory: MemoryStore | None = None,
@@ -152,24 +125,22 @@ def solve_task(
     With `memory`, the case library moves the tree search (agent.memory.proposer) and keeps a memory of each node
     as it finishes and of the run; the task's own memories are left out unless `reuse_own_memory`."""
     started = time.time()
+    clock = BudgetClock.starting(settings.search)  # the whole solve's budget: set-up and outputs included
     sandbox.warm_up()  # the candidates' worker imports its libraries while the task is read
-    search_settings = settings.search
     seed_loop = proposer is not None and isinstance(proposer, CandidateProposer)
     if proposer is None and settings.use_kb:
         base = open_knowledge(kb_home, kb, chroma_url)
-        proposer = KnowledgeTreeProposer(base, trick_prob=search_settings.trick_prob,
+        proposer = KnowledgeTreeProposer(base, trick_prob=settings.search.trick_prob,
                                          families=settings.models or DRAFT_FAMILIES)
     elif proposer is None:
         proposer = BuiltinTreeProposer(families=settings.models or DRAFT_FAMILIES)
-    node_seconds = search_settings.time_budget * search_settings.node_share \
-        if search_settings.time_budget is not None else None
-    session = MemorySession(memory, profile, proposer, reuse_own=reuse_own_memory, node_seconds=node_seconds) \
+    session = MemorySession(memory, profile, proposer, reuse_own=reuse_own_memory, node_seconds=clock.node_seconds) \
         if memory is not None and not seed_loop else None
     proposer = session.proposer if session is not None else proposer
     try:
         dataset = Dataset.from_profile(profile, min_class_rows=settings.cv)
         check_folds(dataset, settings.cv)  # before the run folder exists, so a too-small table leaves nothing behind
-        dataset, screening = screen_wide_table(dataset, search_settings.seed)
+        dataset, screening = screen_wide_table(dataset, settings.search.seed)
         check_submission_writer(dataset)  # a shape the writer cannot handle is found now, not after the budget
     except DatasetError as error:
         if memory is not None:  # the case library remembers a task that could not be set up
@@ -184,67 +155,51 @@ def solve_task(
                         f"{', '.join(repr(label) for label in dataset.dropped_classes)} of {profile.target!r}: fewer "
                         f"rows than the {dataset.min_class_rows} CV folds, so never predicted (pass a smaller --cv "
                         "to keep them)")
-    budget = search_settings.time_budget
-    if budget is not None and budget - (time.time() - started) < MIN_SEARCH_SECONDS:
-        spent = time.time() - started
+    if clock.left() < MIN_SEARCH_SECONDS:
+        budget, spent = settings.search.time_budget, time.time() - started
         raise BudgetTooSmall(f"--time-budget {budget:g} leaves {max(budget - spent, 0):.1f} s after {spent:.1f} s of "
                              f"set-up, less than the {MIN_SEARCH_SECONDS:g} s a first node and the outputs need; give "
                              f"at least {math.ceil(spent + MIN_SEARCH_SECONDS)} s")
     if settings.llm is not None and not seed_loop:
-        proposer = _llm_proposer(settings, proposer, dataset, out_dir, started)
+        proposer = _llm_proposer(settings, proposer, dataset, out_dir, clock.deadline)
     if not seed_loop:  # before the run folder exists, so a Ray cluster that cannot be reached leaves nothing behind
         executor = make_executor(settings.executor, address=settings.ray_address, workers=settings.workers)
         settings = replace(settings, workers=executor.workers)  # run.json records how many nodes ran at once
     if session is not None:
         session.start()
     journal, final_fit, failure = None, None, ""
-    anytime = AnytimeSubmission(out_dir, dataset, trainer_registry(), search_settings.seed)
+    anytime = AnytimeSubmission(out_dir, dataset, trainer_registry(), settings.search.seed)
     with open_trace(out_dir) as trace:
 
-        def record(attempt: AttemptRecord) -> None:
-            write_trace_line(trace, attempt.to_dict())
-            if on_attempt is not None:
-                on_attempt(attempt)
-
-        def record_node(node: Node, attempt: AttemptRecord) -> None:
+        def record_node(node: Node, journal: Journal) -> None:
             usage = proposer.take_usage()
-            write_trace_line(trace, trace_line(node, attempt, usage.to_dict() if usage is not None else None))
-            if on_attempt is not None:
-                on_attempt(attempt)
+            write_trace_line(trace, trace_line(node, journal, usage.to_dict() if usage is not None else None))
             if on_node is not None:
-                on_node(node, attempt)
+                on_node(node, journal)
             if session is not None:
-                session.record(node, attempt)
+                session.record(node)
 
         if seed_loop:
-            automl = AgenticAutoML(
-                proposer, max_iterations=search_settings.steps, patience=settings.patience, cv=settings.cv,
-                random_state=search_settings.seed, time_budget=search_settings.time_budget,
-                candidate_time_limit=settings.candidate_time_limit, memory_limit=settings.memory_limit,
-                on_attempt=record,
-            )
+            automl = AgenticAutoML.for_settings(proposer, settings,
+                                                on_attempt=lambda attempt: write_trace_line(trace, attempt.to_dict()))
             run, trainers = automl.solve(dataset), automl.trainers
         else:
             journal = Journal()
             with closing(executor):
-                if search_settings.time_budget is not None:  # loading the data, joining Ray and leaving it come out
-                    spent = time.time() - started + executor.close_seconds
-                    search_settings = replace(search_settings,
-                                              time_budget=max(search_settings.time_budget - spent, 1.0))
-                search = TreeSearch(proposer, search_settings, cv=settings.cv,
-                                    candidate_time_limit=settings.candidate_time_limit,
-                                    memory_limit=settings.memory_limit, on_node=record_node,
+                # loading the data, joining Ray and leaving it come out of the search's budget
+                search = TreeSearch(proposer, profile, dataset, settings, clock=clock.from_now(executor.close_seconds),
+                                    journal=journal, executor=executor, on_node=record_node,
                                     on_best=lambda node, prediction: anytime.offer(node, prediction, node.id + 1),
-                                    script_dir=out_dir / FREE_CODE_DIR, executor=executor)
+                                    script_dir=out_dir / FREE_CODE_DIR)
                 trainers = search.trainers
                 try:
-                    with allowing_unisolated_code(settings.allow_unisolated_code):
-                        result = search.run(profile, dataset, journal)
+                    result = search.run()
                     run, final_fit = result.run, result.final_fit
                 except Exception as error:  # noqa: BLE001 - whatever broke, the run keeps its anytime submission
                     failure = f"{type(error).__name__}: {error}"
                     write_atomically(out_dir / ERROR_FILE, traceback.format_exc())
-                    run = _stopped_run(dataset, journal, failure, _baseline_or_nan(search, dataset))
+                    run = engineering_run(journal, dataset.metric, _baseline_or_nan(search, dataset), 0,
+                                          f"stopped by an error: {failure}")
 
     submission_path, final_written = None, False
     if run.test_prediction is not None:
@@ -279,7 +234,7 @@ def solve_task(
         session.finish(run, journal, solution_path)
     record = _run_record(profile, settings, dataset, run, journal, proposer, seed_loop, notes, started,
                          submission_path, solution_path)
-    # How the submission was made: a refit on every row, or the CV fold models averaged (agent.search.tree).
+    # How the submission was made: a refit on every row, or the CV fold models averaged (agent.search.final).
     write_run_record(out_dir, {**record, "final_fit": final_fit.to_dict() if final_fit is not None else None,
                                "submission": anytime.record(), "error": failure or None,
                                "model": read_model_record(out_dir) if model_path is not None else None,
@@ -307,30 +262,17 @@ def _baseline_or_nan(search: TreeSearch, dataset: Dataset) -> float:
         return math.nan
 
 
-def _stopped_run(dataset: Dataset, journal: Journal, failure: str, baseline_score: float) -> EngineeringRun:
-    """The run as far as the journal got, for a search stopped by an error: its best verified node, no refit."""
-    best = journal.best()
-    verified = best is not None and best.status == VALID
-    return EngineeringRun(
-        attempts=(), best_candidate=best.candidate if verified else None,
-        best_score=best.score if verified else -math.inf, model=None, metric=dataset.metric,
-        baseline_score=baseline_score, best_spec=SolutionSpec.from_dict(best.spec) if verified else None,
-        stop_reason=f"stopped by an error: {failure}")
-
-
 def _llm_proposer(settings: SolveSettings, offline: TreeProposer, dataset: Dataset, out_dir: Path,
-                  started: float) -> LLMProposer:
+                  deadline: float) -> LLMProposer:
     """The LLM proposer over the offline one, with a free-code coder whose scripts run in the run folder's
-    free_code/ (the tree search's nodes in node-<id>, the coder's step runs in plan-<n>)."""
-    budget = settings.search.time_budget
-    deadline = time.monotonic() + (budget - (time.time() - started)) if budget is not None else math.inf
+    free_code/ (the tree search's nodes in node-<id>, the coder's step runs in plan-<n>); no call or script runs
+    past `deadline` (the solve's)."""
     client = LLMClient(settings.llm, budget_usd=settings.llm_budget_usd, deadline=deadline)
     code_off = free_code_off(settings.allow_unisolated_code)
     if code_off is not None:
         return LLMProposer(client, offline, code_off=code_off)
     coder = FreeCoder(dataset, out_dir / FREE_CODE_DIR, Limits(settings.candidate_time_limit, settings.memory_limit),
-                      ValidationSpec(n_splits=settings.search.folds_for(len(dataset.y), settings.cv),
-                                     seed=settings.search.seed), deadline)
+                      ValidationSpec(n_splits=settings.folds_for(len(dataset.y)), seed=settings.search.seed), deadline)
     return LLMProposer(client, offline, coder=coder)
 
 
@@ -353,7 +295,7 @@ def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset,
         "task": {key: value for key, value in profile.to_dict().items() if key != "description"},
         "settings": asdict(settings),
         # the CV's folds: fewer than settings.cv asked for on a large table (SearchSettings.folds_for)
-        "cv_folds": settings.cv if seed_loop else settings.search.folds_for(len(dataset.y), settings.cv),
+        "cv_folds": settings.cv if seed_loop else settings.folds_for(len(dataset.y)),
         "search": "seed loop" if seed_loop else f"tree search ({type(proposer).__name__})",
         "summary": run.summary(),
         "metric": run.metric,

@@ -141,8 +141,8 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, use_
     """
     from agent.execution.sandbox import verbose_candidates
     from agent.outputs.report import read_run
-    from agent.search.policy import SearchSettings
-    from agent.solve import SolveSettings, default_out_dir, solve_task
+    from agent.settings import SearchSettings, SolveSettings
+    from agent.solve import default_out_dir, solve_task
     from retrieval.profile import TaskSetupError, profile_task
 
     try:

@@ -31,8 +31,8 @@ def experience_command() -> None:
 @click.pass_context
 def build_command(ctx, tasks_dir, pack_path, time_budget_per_task, steps, no_kb, seed, as_json, quiet):
     """Solve every task folder in TASKS_DIR (curriculum on) and export what was learned to --out."""
-    from agent.search.policy import SearchSettings
-    from agent.solve import KnowledgeBaseMissing, SolveSettings
+    from agent.settings import SearchSettings, SolveSettings
+    from agent.solve import KnowledgeBaseMissing
     from curriculum import PoolError, PoolSettings
     from curriculum.experience import build_experience
 

@@ -23,7 +23,7 @@ console = Console(soft_wrap=True)
 
 def search_defaults():
     """SearchSettings, whose defaults `agent solve` and `agent solve-all` show (imported only when they are read)."""
-    from agent.search.policy import SearchSettings
+    from agent.settings import SearchSettings
 
     return SearchSettings
 
@@ -163,8 +163,8 @@ def solve_all_command(ctx, tasks_dir, out, use_kb, use_curriculum, no_memory, ti
     without a submission.
     """
     from agent.execution.sandbox import verbose_candidates
-    from agent.search.policy import SearchSettings
-    from agent.solve import KnowledgeBaseMissing, SolveSettings, open_knowledge
+    from agent.settings import SearchSettings, SolveSettings
+    from agent.solve import KnowledgeBaseMissing, open_knowledge
     from curriculum import CurriculumSettings, PoolError, PoolSettings, solve_pool
     from curriculum.solve_all import finished
     from curriculum.state import FAILED, SOLVED

@@ -14,8 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from agent.candidate import AttemptRecord
-    from agent.search.journal import Node
+    from agent.search.journal import Journal, Node
 
 LOADING_MODEL = "loading the embedding model…"
 
@@ -147,10 +146,11 @@ class SolveProgress:
         self.table.caption = f"{self.clock()}; {self.best_text()}"
         return self.table
 
-    def on_node(self, node: Node, attempt: AttemptRecord) -> None:
-        if attempt.improved:
+    def on_node(self, node: Node, journal: Journal) -> None:
+        improved = journal.improved(node)
+        if improved:
             self.best = node
-        _add_node_row(self.table, node, attempt)
+        _add_node_row(self.table, node, improved)
         if self._live is not None:
             self._live.refresh()
             return
@@ -170,8 +170,8 @@ def _node_table() -> Table:
     return table
 
 
-def _add_node_row(table: Table, node: Node, attempt: AttemptRecord) -> None:
-    style = "bold green" if attempt.improved else ("" if node.verified else "red")
+def _add_node_row(table: Table, node: Node, improved: bool) -> None:
+    style = "bold green" if improved else ("" if node.verified else "red")
     table.add_row(str(node.id), "–" if node.parent_id is None else str(node.parent_id), node.action,
                   node.candidate.trainer, "–" if node.metric is None else f"{node.metric:.4f}", node.status,
                   f"{node.elapsed:.1f}", node.plan, style=style)

@@ -23,10 +23,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.candidate import AttemptRecord
 from agent.outputs.report import RUN_FILE
-from agent.search.journal import Node
-from agent.solve import SolveSettings, open_knowledge, solve_task
+from agent.search.journal import Journal, Node
+from agent.settings import SolveSettings
+from agent.solve import open_knowledge, solve_task
 from curriculum.pool import Pool, PoolError, PoolTask, load_pool, order
 from curriculum.report import write_pool_report
 from curriculum.rule import CurriculumSettings
@@ -85,7 +85,7 @@ def solve_pool(
     kb_home: Path | str | None = None,
     on_round_start: Callable[[RoundRecord], None] | None = None,
     on_round: Callable[[RoundRecord], None] | None = None,
-    on_node: Callable[[Node, AttemptRecord], None] | None = None,
+    on_node: Callable[[Node, Journal], None] | None = None,
 ) -> PoolResult:
     """Solve every task of `tasks_dir` into `out_dir`, one per round, and write pool.json and pool.html.
 
@@ -155,7 +155,7 @@ def _resume(state: PoolState | None, tasks_dir: Path, settings: PoolSettings) ->
 
 def _solve(task: PoolTask, out_dir: Path, settings: PoolSettings, record: RoundRecord, memory: MemoryStore | None,
            kb: KnowledgeBase | None, kb_home: Path | str | None,
-           on_node: Callable[[Node, AttemptRecord], None] | None) -> RoundRecord:
+           on_node: Callable[[Node, Journal], None] | None) -> RoundRecord:
     """One task's solve into `<out>/<task>/`; a task that cannot be set up is an error round, not the pool's end."""
     run_dir = out_dir / task.name
     if run_dir.exists():  # an earlier try (failed, interrupted, or --redo): replaced, never mixed with

@@ -115,7 +115,7 @@ def describe_attempt(attempt: AttemptRecord, metric: str) -> str:
     score = f"CV {metric}={value:.5g}" if math.isfinite(value) else "no CV score"
     verdict = "verified" if attempt.verdict.valid else f"rejected: {attempt.verdict.reason}"
     failure = f"; failed: {attempt.error.strip().splitlines()[-1][:160]}" if attempt.error.strip() else ""
-    return (f"attempt {attempt.index} ({attempt.phase}): {candidate.trainer} params "
+    return (f"attempt {attempt.index} ({attempt.action}): {candidate.trainer} params "
             f"{json.dumps(dict(candidate.params), default=str)}; {score}; {verdict}{failure}")
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent.candidate import AttemptRecord, EngineeringRun
+from agent.candidate import EngineeringRun
 from agent.memory.change import Change
 from agent.memory.proposer import MemoryTreeProposer
 from agent.memory.records import (
@@ -161,7 +161,7 @@ class MemorySession:
         self.start()
         return self._opening.result()[1]
 
-    def record(self, node: Node, attempt: AttemptRecord | None = None) -> None:
+    def record(self, node: Node) -> None:
         """The search's on_node: the node's memories, in one transaction."""
         self._nodes[node.id] = node
         parent = self._nodes.get(node.parent_id) if node.parent_id is not None else None

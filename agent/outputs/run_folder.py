@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 import pandas as pd
 
-from agent.candidate import AttemptRecord, EngineeringRun
+from agent.candidate import EngineeringRun
 from agent.engine.compile import NotRenderableError
 from agent.engine.dataset import Dataset
 from agent.engine.spec import SolutionSpec, SpecError
@@ -48,14 +48,15 @@ def open_trace(out_dir: Path) -> TextIO:
     return open(out_dir / TRACE_FILE, "w", encoding="utf-8")
 
 
-def trace_line(node: Node, attempt: AttemptRecord, llm: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """One trace.jsonl line: the attempt as the seed loop records it, plus the node's place in the tree and where
-    its trick came from (source kind: card, write-up or paper; file; competition), all None without a trick; with
-    the LLM proposer, `llm`: what the LLM did towards the node (agent.llm.proposer.LLMStep)."""
+def trace_line(node: Node, journal: Journal, llm: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One trace.jsonl line, read from the journal: the node as the seed loop records an attempt (Journal.attempt),
+    plus its place in the tree and where its trick came from (source kind: card, write-up or paper; file;
+    competition), all None without a trick; with the LLM proposer, `llm`: what the LLM did towards the node
+    (agent.llm.proposer.LLMStep)."""
     trick = node.trick
     extra = {"llm": dict(llm)} if llm is not None else {}
     return {
-        **attempt.to_dict(), "node_id": node.id, "parent_id": node.parent_id, "action": node.action,
+        **journal.attempt(node).to_dict(), "node_id": node.id, "parent_id": node.parent_id, "action": node.action,
         "plan": node.plan, "trick": trick.to_dict() if trick else None, "node_status": node.status,
         "debug_depth": node.debug_depth, "trick_source_kind": (trick.source_kind or None) if trick else None,
         "trick_file": (trick.source or None) if trick else None, "trick_competition": trick.competition if trick else None,

@@ -36,9 +36,9 @@ from agent.engine.spec import SolutionSpec
 from agent.evaluator import Evaluator
 from agent.execution.sandbox import error_tail
 from agent.outputs.run_folder import write_atomically
+from agent.search.final import FOLD_AVERAGE, FinalFit, fold_average
 from agent.search.journal import Node
 from agent.search.protocols import FREE_CODE
-from agent.search.tree import FOLD_AVERAGE, FinalFit, fold_average
 from retrieval.metrics import CLASSIFICATION, metric_info
 from retrieval.profile import detect_encoding
 

@@ -10,22 +10,22 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from agent.candidate import SOURCE_KINDS, AppliedTrick, SolutionCandidate, json_number
-from agent.engine.spec import Step
+from agent.candidate import SOURCE_KINDS, AppliedTrick, AttemptRecord, SolutionCandidate, json_number
+from agent.engine.spec import SolutionSpec, Step
 from agent.engine.steps import BUILTIN_STEPS, TARGET_OPS
 from agent.engine.trainers import Trainer, default_steps
 from agent.verify.findings import OVER_TIME as OVER_TIME  # a node status too
-from agent.verify.findings import Finding
+from agent.verify.findings import Evidence, Finding, Verdict
 
 DRAFT, IMPROVE, DEBUG = "draft", "improve", "debug"
 VALID, BUGGY, DEAD = "valid", "buggy", "dead"
 # Neither compared with valid nodes nor debugged: a node verified on the exploration sample only (EXPLORED), and
 # a node stopped at its time cap (OVER_TIME, its verdict's failure too: the budget's verdict rather than a bug).
 EXPLORED = "explored"
-# The data a node's CV score comes from: every training row, or the exploration sample (agent.search.tree).
+# The data a node's CV score comes from: every training row, or the exploration sample (agent.search.exploration).
 FULL, SAMPLE = "full", "sample"
 
 ACTIONS = (DRAFT, IMPROVE, DEBUG)
@@ -80,6 +80,10 @@ class Node:
     scored_on: str = FULL  # where `metric` comes from: FULL (CV on every training row) or SAMPLE
     scored_rows: int = 0  # the training rows of that CV (0 in journals written before nodes kept it)
     exploration: Exploration | None = None  # its score on the exploration sample, when it was explored first
+    # What the node was judged on, and the verdict whole, as the search made them; the trace lines and the refit's
+    # estimates read them. Kept in memory only (None in a journal read back): the fields above are their record.
+    evidence: Evidence | None = field(default=None, compare=False, repr=False)
+    verdict: Verdict | None = field(default=None, compare=False, repr=False)
 
     @property
     def valid(self) -> bool:
@@ -239,6 +243,22 @@ class Journal:
                                                       or explored.score <= best.exploration.score)):
             return best
         return explored
+
+    def improved(self, node: Node) -> bool:
+        """Whether the node became the best when it was appended: valid, and better than every valid node before it."""
+        return node.valid and all(node.score > other.score for other in self._nodes[:node.id] if other.valid)
+
+    def attempt(self, node: Node) -> AttemptRecord:
+        """The node in the seed loop's terms (agent.candidate.AttemptRecord): the trace's lines and the card's run
+        are read this way. Only a node this process evaluated has one (a journal read back keeps no evidence)."""
+        if node.evidence is None or node.verdict is None:
+            raise ValueError(f"node {node.id} keeps no evidence: it was read back, not evaluated here")
+        return AttemptRecord(node.id, node.action, node.candidate, SolutionSpec.from_dict(node.spec), node.evidence,
+                             node.verdict, node.started, self.improved(node))
+
+    def attempts(self) -> tuple[AttemptRecord, ...]:
+        """Every node this process evaluated, as `attempt` reads it."""
+        return tuple(self.attempt(node) for node in self._nodes if node.evidence is not None and node.verdict is not None)
 
     def beats_parent(self, node: Node) -> bool:
         """Verified and better than its parent (a parent that failed is beaten), compared on the exploration sample

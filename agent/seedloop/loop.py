@@ -8,7 +8,8 @@ Semantics:
   - a candidate that fails (raises, hangs, runs out of memory, scores NaN) scores -inf and the run goes on;
   - only an attempt with a valid verdict can become the best, and the best is refit on all the data.
 Scores are greater-is-better throughout (an error metric is negated, as in scikit-learn's scorers);
-`summary()` and verdict reasons show values in the metric's own units.
+`summary()` and verdict reasons show values in the metric's own units. The loop keeps no journal: its
+`AttemptRecord`s are its record, the same record a tree search's nodes are read as (Journal.attempts).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from agent.candidate import AttemptRecord, EngineeringRun, SolutionCandidate
 from agent.engine.dataset import Dataset
 from agent.engine.steps import StepOp
 from agent.engine.trainers import Trainer
-from agent.evaluator import DEFAULT_CANDIDATE_TIME_LIMIT, Evaluator
+from agent.evaluator import Evaluator
 from agent.execution.sandbox import DEFAULT_MEMORY_LIMIT
+from agent.settings import DEFAULT_CANDIDATE_TIME_LIMIT, SolveSettings
 from agent.verify.verifier import DeterministicVerifier, Verifier
 
 
@@ -55,7 +57,7 @@ class SequenceProposer:
         return self.seed_candidates
 
     def propose(self, dataset: Dataset, attempts: Sequence[AttemptRecord]) -> SolutionCandidate | None:
-        used = sum(attempt.phase == "reflection" for attempt in attempts)
+        used = sum(attempt.action == "reflection" for attempt in attempts)
         return self.reflections[used] if used < len(self.reflections) else None
 
 
@@ -85,6 +87,17 @@ class AgenticAutoML:
         # Rendered solutions must reproduce the CV score, so "no seed" still means a fixed one.
         self.evaluator = Evaluator(cv, 0 if random_state is None else random_state, trainers, step_ops,
                                    candidate_time_limit=candidate_time_limit, memory_limit=memory_limit)
+
+    @classmethod
+    def for_settings(cls, proposer: CandidateProposer, settings: SolveSettings,
+                     on_attempt: Callable[[AttemptRecord], None] | None = None) -> AgenticAutoML:
+        """The seed loop `agent solve` runs with `settings`: the search's steps as reflection rounds, its budget and
+        seed, and the settings' patience, folds and limits."""
+        search = settings.search
+        return cls(proposer, max_iterations=search.steps, patience=settings.patience, cv=settings.cv,
+                   random_state=search.seed, time_budget=search.time_budget,
+                   candidate_time_limit=settings.candidate_time_limit, memory_limit=settings.memory_limit,
+                   on_attempt=on_attempt)
 
     @property
     def trainers(self) -> Mapping[str, Trainer]:

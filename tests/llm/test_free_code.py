@@ -21,9 +21,9 @@ from agent.llm.coder import FreeCoder
 from agent.llm.proposer import LLMProposer
 from agent.search.builtin import BuiltinTreeProposer
 from agent.search.journal import Journal, Node
-from agent.search.policy import SearchSettings
 from agent.search.protocols import FREE_CODE, Proposal, TreeProposer
-from agent.solve import SolveSettings, solve_task
+from agent.settings import SearchSettings, SolveSettings
+from agent.solve import solve_task
 from cli.agent import main
 from kb.llm import LLMClient
 from retrieval.profile import profile_task

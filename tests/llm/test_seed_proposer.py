@@ -36,7 +36,7 @@ def test_seeds_then_reflects_through_the_llm(fake_llm, attrition):
     run = solve(proposer, attrition, rounds=3)
 
     seeds, reflections = run.attempts[:2], run.attempts[2:]
-    assert [(a.phase, a.candidate.trainer, dict(a.candidate.params)) for a in seeds] == [
+    assert [(a.action, a.candidate.trainer, dict(a.candidate.params)) for a in seeds] == [
         ("seed", "linear", {}), ("seed", "random_forest", {})]
     best_seed = max(seeds, key=lambda attempt: attempt.score)
     other_seed = min(seeds, key=lambda attempt: attempt.score)

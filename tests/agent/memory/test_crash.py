@@ -23,8 +23,9 @@ SOLVE = """
 import sys
 from pathlib import Path
 from agent.memory.store import MemoryStore
-from agent.search.policy import SearchSettings
-from agent.solve import SolveSettings, solve_task
+from agent.settings import SearchSettings
+from agent.solve import solve_task
+from agent.settings import SolveSettings
 from retrieval.profile import profile_task
 
 task, home, out = sys.argv[1:4]

@@ -64,8 +64,9 @@ def test_a_debug_step_tries_the_repair_that_worked_on_another_task_first(tasks, 
     recall = store.recall(credit)
     assert [past.memory.id for past in recall.errors] == [error.id]
     proposer = MemoryTreeProposer(BrokenFirstDraft(), recall, drafts=0)
-    search = TreeSearch(proposer, replace(debugging.search, num_drafts=1), cv=3)
-    journal = search.run(credit, Dataset.from_profile(credit)).journal
+    search = TreeSearch(proposer, credit, Dataset.from_profile(credit),
+                        replace(debugging, search=replace(debugging.search, num_drafts=1)))
+    journal = search.run().journal
     broken, debug = journal[0], journal[1]
     assert broken.failure == ERROR and debug.action == DEBUG and debug.parent_id == broken.id
     assert debug.valid and debug.candidate.params == {"n_estimators": 40} and debug.candidate.steps == BROKEN.steps

@@ -31,8 +31,8 @@ from agent.outputs.report import (
     trick_effects,
     write_report,
 )
-from agent.search.policy import SearchSettings
-from agent.solve import SolveSettings, solve_task
+from agent.settings import SearchSettings, SolveSettings
+from agent.solve import solve_task
 from cli.agent import main
 from retrieval.profile import profile_task
 from tests.agent.outputs.browser import measure, need_chromium, overlapping

@@ -12,8 +12,8 @@ import pytest
 from agent.candidate import CARD, PAPER, WRITE_UP, AppliedTrick, SolutionCandidate, trick_source_kind
 from agent.engine.trainers import LINEAR_STEPS
 from agent.search.journal import DRAFT, IMPROVE, VALID, Journal, Node
-from agent.search.policy import SearchSettings
-from agent.solve import SolveSettings, solve_task
+from agent.settings import SearchSettings, SolveSettings
+from agent.solve import solve_task
 from kb.records import Trick
 from retrieval.profile import profile_task
 from tests.agent_fixtures import rdatasets_task

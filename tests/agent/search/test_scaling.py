@@ -25,6 +25,9 @@ from agent.engine.dataset import Dataset
 from agent.engine.spec import SolutionSpec, ValidationSpec
 from agent.engine.trainers import TRAINER_FACTS, default_steps, trainer_registry
 from agent.search.builtin import BuiltinTreeProposer
+from agent.search.clock import OUTPUT_SECONDS, BudgetClock, fastest_node_seconds, refit_estimate, rows_within
+from agent.search.exploration import exploring
+from agent.search.final import FOLD_AVERAGE, REFIT, SAMPLE_REFIT, final_fit
 from agent.search.journal import (
     DEBUG,
     EXPLORED,
@@ -37,18 +40,10 @@ from agent.search.journal import (
     Journal,
     Node,
 )
-from agent.search.policy import SearchPolicy, SearchSettings
-from agent.search.tree import (
-    FOLD_AVERAGE,
-    OUTPUT_SECONDS,
-    REFIT,
-    SAMPLE_REFIT,
-    TreeSearch,
-    fastest_node_seconds,
-    refit_estimate,
-    rows_within,
-)
-from agent.solve import SolveSettings, solve_task
+from agent.search.policy import SearchPolicy
+from agent.search.tree import TreeSearch
+from agent.settings import SearchSettings, SolveSettings
+from agent.solve import solve_task
 from agent.verify.findings import OVER_TIME as OVER_TIME_FAILURE
 from agent.verify.findings import Evidence
 from retrieval.profile import profile_task
@@ -130,7 +125,7 @@ def test_a_candidate_over_its_time_cap_is_over_time_and_never_debugged(credit):
     _, profile, dataset = credit
     proposer = BuiltinTreeProposer(BROKEN_TRAINERS, families=("hangs", "linear"))
     settings = SearchSettings(num_drafts=2, steps=2, debug_prob=1.0, time_budget=60, node_share=0.1)
-    result = TreeSearch(proposer, settings, cv=3, trainers=BROKEN_TRAINERS).run(profile, dataset)
+    result = TreeSearch(proposer, profile, dataset, SolveSettings(settings, cv=3), trainers=BROKEN_TRAINERS).run()
     hung, linear = result.journal[0], result.journal[1]
     assert hung.status == OVER_TIME and hung.failure == OVER_TIME_FAILURE and "over time" in hung.output
     assert "stopped at its time cap of" in hung.error  # its cap (a tenth of the budget), not the hour it asks for
@@ -140,17 +135,18 @@ def test_a_candidate_over_its_time_cap_is_over_time_and_never_debugged(credit):
 
 def test_the_refit_keeps_the_folds_trees_and_falls_back_to_the_fold_models_when_it_would_not_fit(credit):
     _, profile, dataset = credit
-    search = TreeSearch(BuiltinTreeProposer(families=("lightgbm",)),
-                        SearchSettings(num_drafts=1, steps=0, time_budget=None), cv=3)
-    result = search.run(profile, dataset)
-    node, evidence = result.journal[0], result.attempts[0].evidence
+    settings = SearchSettings(num_drafts=1, steps=0, time_budget=None)
+    search = TreeSearch(BuiltinTreeProposer(families=("lightgbm",)), profile, dataset, SolveSettings(settings, cv=3))
+    result = search.run()
+    node = result.journal[0]
+    evidence = node.evidence
     assert node.valid and result.final_fit.how == REFIT
     rounds = evidence.stopped_rounds["model"]
     assert 0 < rounds < node.candidate.params["n_estimators"]  # early stopping stopped it
     assert result.final_fit.rounds == {"model": rounds}
     assert result.run.model[-1].best_rounds_ == round(rounds)  # the refit fits the folds' mean number of trees
-    spec = SolutionSpec.from_dict(node.spec)
-    refit, final = search._final_fit(node, spec, dataset, result.journal, {0: evidence}, time.monotonic(), None)
+    no_time_left = BudgetClock(settings, None, time.monotonic())
+    refit, final = final_fit(search.evaluator, no_time_left, node, dataset, result.journal, None)
     assert final.how == FOLD_AVERAGE and final.seconds == 0 and refit.model is None  # no time left: nothing fitted
     assert np.array_equal(refit.test_prediction, evidence.test_prediction)
     assert refit.test_prediction.shape == (len(dataset.X_test), 2)
@@ -225,8 +221,10 @@ def test_a_large_table_is_cross_validated_on_fewer_folds_on_the_sample_and_on_ev
     def folds(large_table_rows):
         settings = SearchSettings(num_drafts=1, steps=0, time_budget=None, explore_rows=300,
                                   large_table_rows=large_table_rows)
-        result = TreeSearch(BuiltinTreeProposer(families=("linear",)), settings, cv=5).run(profile, dataset)
-        node, evidence = result.journal[0], result.attempts[0].evidence
+        result = TreeSearch(BuiltinTreeProposer(families=("linear",)), profile, dataset,
+                            SolveSettings(settings, cv=5)).run()
+        node = result.journal[0]
+        evidence = node.evidence
         assert node.valid and node.exploration.promoted and evidence.rows == rows  # CV'd on the sample, then every row
         assert SolutionSpec.from_dict(node.spec).validation.n_splits == len(evidence.fold_values)
         return len(evidence.fold_values)
@@ -237,15 +235,16 @@ def test_a_large_table_is_cross_validated_on_fewer_folds_on_the_sample_and_on_ev
 
 def test_a_best_scored_on_the_sample_only_is_refit_on_as_many_rows_as_the_time_left_allows(credit):
     _, profile, dataset = credit
-    search = TreeSearch(BuiltinTreeProposer(), SearchSettings(time_budget=None, explore_rows=300), cv=3)
-    explore = search._exploring(dataset)
+    settings = SearchSettings(time_budget=None, explore_rows=300)
+    search = TreeSearch(BuiltinTreeProposer(), profile, dataset, SolveSettings(settings, cv=3))
+    explore = exploring(dataset, search.evaluator, search.verifier, search.clock)
     candidate = BuiltinTreeProposer().base_candidate("lightgbm", profile)
     spec, explored = search.evaluator.evaluate_candidate(candidate, explore.dataset, math.inf)
     node = Node(0, None, "draft", "", candidate, spec.to_dict(), "", EXPLORED, explored.metric_value,
-                explored.metric_value, scored_on=SAMPLE, scored_rows=explore.rows)
+                explored.metric_value, scored_on=SAMPLE, scored_rows=explore.rows, evidence=explored)
     # Time for about 450 of the rows: fewer than every row, more than the sample's 300.
-    deadline = time.monotonic() + OUTPUT_SECONDS + refit_estimate([explored], 450)
-    refit, final = search._final_fit(node, spec, dataset, Journal([node]), {0: explored}, deadline, explore)
+    clock = BudgetClock(settings, None, time.monotonic() + OUTPUT_SECONDS + refit_estimate([explored], 450))
+    refit, final = final_fit(search.evaluator, clock, node, dataset, Journal([node]), explore)
     fitted_rows = int(re.search(r"refit on ([0-9,]+) of them", final.why).group(1).replace(",", ""))
     assert final.how == SAMPLE_REFIT and explore.rows <= fitted_rows <= 450 < len(dataset.y)
     assert refit.model is not None and refit.test_prediction.shape == (len(dataset.X_test), 2)

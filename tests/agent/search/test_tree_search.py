@@ -22,10 +22,11 @@ from agent.knowledge.proposer import BLEND_OPS
 from agent.search.blending import BLEND_CANDIDATES, blend_candidates
 from agent.search.builtin import BuiltinTreeProposer
 from agent.search.journal import BUGGY, DEAD, DEBUG, DRAFT, IMPROVE, OVER_TIME, VALID, Journal, Node
-from agent.search.policy import SearchPolicy, SearchSettings
+from agent.search.policy import SearchPolicy
 from agent.search.protocols import Proposal, TreeProposer, WrappingProposer
 from agent.search.repair import Failure, diagnose
 from agent.search.tree import TreeSearch
+from agent.settings import SearchSettings, SolveSettings
 from agent.verify.findings import LEAK_TARGET, LEAK_TEST, Finding
 from bench.agent_bench import combination_kind, search_summary
 from cli.agent import main
@@ -275,7 +276,7 @@ class _Unrepairable(TreeProposer):
 def test_debug_chain_ends_dead_at_the_depth_limit(attrition):
     _, profile, dataset = attrition
     settings = SearchSettings(num_drafts=1, debug_prob=1.0, max_debug_depth=3, steps=10, time_budget=60)
-    result = TreeSearch(_Unrepairable(), settings, cv=3).run(profile, dataset)
+    result = TreeSearch(_Unrepairable(), profile, dataset, SolveSettings(settings, cv=3)).run()
     journal = result.journal
     assert [(n.action, n.debug_depth, n.status) for n in journal] == [
         (DRAFT, 0, BUGGY), (DEBUG, 1, BUGGY), (DEBUG, 2, BUGGY), (DEBUG, 3, DEAD)]
@@ -324,7 +325,7 @@ class _BrokenFirstDraft(BuiltinTreeProposer):
 def test_a_deliberately_failing_spec_is_repaired_by_debugging(attrition):
     _, profile, dataset = attrition
     settings = SearchSettings(num_drafts=1, debug_prob=1.0, steps=1, time_budget=120)
-    result = TreeSearch(_BrokenFirstDraft(), settings, cv=3).run(profile, dataset)
+    result = TreeSearch(_BrokenFirstDraft(), profile, dataset, SolveSettings(settings, cv=3)).run()
     broken, repaired = result.journal.nodes
     assert broken.status == BUGGY and "could not convert string to float" in broken.error
     assert repaired.action == DEBUG and repaired.parent_id == 0 and repaired.debug_depth == 1
@@ -336,7 +337,7 @@ def test_a_deliberately_failing_spec_is_repaired_by_debugging(attrition):
 def test_same_seed_same_tree(attrition):
     _, profile, dataset = attrition
     settings = SearchSettings(num_drafts=2, steps=3, seed=4, time_budget=120)
-    runs = [TreeSearch(BuiltinTreeProposer(), settings, cv=3).run(profile, dataset).journal for _ in range(2)]
+    runs = [TreeSearch(BuiltinTreeProposer(), profile, dataset, SolveSettings(settings, cv=3)).run().journal for _ in range(2)]
     first, second = ([(n.action, n.parent_id, n.plan, n.metric, n.members) for n in journal] for journal in runs)
     assert first == second
     # 2 drafts and 3 steps; then the search's own final combination of its verified nodes (AUC: a weighted

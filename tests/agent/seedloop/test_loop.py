@@ -79,7 +79,7 @@ def test_improving_verified_attempt_resets_patience(attrition):
 def test_max_iterations_bounds_only_reflections(attrition):
     proposer = SequenceProposer(seed=[LINEAR, STUMPS], reflections=[FOREST, BOOSTING])
     run = automl(proposer, max_iterations=1, patience=10).solve(attrition)
-    assert [attempt.phase for attempt in run.attempts] == ["seed", "seed", "reflection"]
+    assert [attempt.action for attempt in run.attempts] == ["seed", "seed", "reflection"]
     assert run.rounds == 1 and "max_iterations=1" in run.stop_reason
 
 
@@ -149,7 +149,7 @@ def test_regression_scores_are_greater_is_better_but_shown_in_metric_units():
 def test_default_proposer_reflects_on_the_best(attrition):
     proposer = VariationProposer(seed_trainers=("hist_gradient_boosting",))
     run = automl(proposer, max_iterations=2, patience=5).solve(attrition)
-    reflections = [attempt for attempt in run.attempts if attempt.phase == "reflection"]
+    reflections = [attempt for attempt in run.attempts if attempt.action == "reflection"]
     assert len(reflections) == 2 and all(a.candidate.trainer == "hist_gradient_boosting" for a in reflections)
     # slower learning, with early stopping on each validation fold to find the trees
     assert reflections[0].candidate.params == {"learning_rate": 0.03, "max_iter": 3000, "early_stopping_rounds": 20}

@@ -1,0 +1,172 @@
+"""The budget clock: every deadline of a solve, and the time kept back for what follows its search.
+
+A `BudgetClock` is started once from the settings (`starting`), and a search is given what is left of it
+(`from_now`). The search stops drawing nodes at `search_deadline`: the budget's end less the time kept back for the
+final refit (a measured estimate: each fold's fit seconds, scaled to every row), the final blend and the outputs. Each
+node's time cap (`node_deadline`) is what is left before it, and at most `node_share` of the budget; on a large table
+a node promoted from the exploration sample may take twice that (`full_rows_deadline`). The final fit has what is
+left before the outputs (`refit_seconds_left`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent.search.journal import Journal
+from agent.settings import SearchSettings
+from agent.verify.findings import Evidence
+
+TYPICAL_BLEND_SIZE = 4  # members greedy selection keeps, as a rule, from the best verified nodes
+REFIT_SHARE = 0.35  # one fit on all rows, as a share of a 5-fold CV's seconds, when the folds' fits were not timed
+# A refit's estimate: each model's mean fold fit scaled to every row, times this margin, plus once the seconds of
+# starting the refit's process and sending it the data (a blend's members are refit in one process). Measured on 24
+# runs of the ablation bench (120 s, 10 tables), refits took 0.2-0.4 of the estimate at a margin of 1.5 with the
+# start-up counted per member, and the search stopped with 12-28 s of the budget unused: the folds' fits include
+# early stopping's patience rounds and validation scoring, which a refit at the stopped rounds does not repeat.
+REFIT_MARGIN, REFIT_OVERHEAD = 1.0, 2.0
+REFIT_MAX_SHARE = 0.25  # the most of the budget kept back for the refit; beyond it, the fold models' average is kept
+# Seconds for what follows the search: submission.csv, solution.py, run.json and report.html (its matplotlib
+# figures), measured at about 1-2 s.
+OUTPUT_SECONDS = 3.0
+# A node's CV on every row is estimated from its sample CV: fit seconds scaled by the rows, with this margin for
+# trees' worse than linear cost in the rows.
+PROMOTION_MARGIN = 1.25
+# Greedy blend selection scores the metric hundreds of times: on a larger table it chooses the weights on this many
+# rows (150,000 rows and 8 members took 33 s on two busy cores), and the time kept back holds BLEND_SECONDS for it
+# (less on fewer rows).
+BLEND_ROWS, BLEND_SECONDS = 20_000, 5.0
+
+
+@dataclass(frozen=True)
+class BudgetClock:
+    """A time budget of `budget` seconds (None: unbounded) ending at `deadline` (a time.monotonic() value), read
+    with the search settings' node share and large-table rule."""
+
+    settings: SearchSettings
+    budget: float | None
+    deadline: float
+
+    @classmethod
+    def starting(cls, settings: SearchSettings, started: float | None = None) -> BudgetClock:
+        """settings.time_budget from `started` (a time.monotonic() value; now if None)."""
+        budget = settings.time_budget
+        started = time.monotonic() if started is None else started
+        return cls(settings, budget, started + budget if budget is not None else math.inf)
+
+    def from_now(self, kept: float = 0.0) -> BudgetClock:
+        """What is left of this budget, less `kept` seconds at its end (for leaving a Ray cluster, say), as a budget
+        of its own (at least a second), which the node shares are taken of."""
+        if self.budget is None:
+            return self
+        now = time.monotonic()
+        budget = max(self.deadline - kept - now, 1.0)
+        return BudgetClock(self.settings, budget, now + budget)
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    @property
+    def node_seconds(self) -> float | None:
+        """The most seconds one node may take (None: unbounded)."""
+        return self.budget * self.settings.node_share if self.budget is not None else None
+
+    def search_deadline(self, journal: Journal, rows: int, blending: bool) -> float:
+        """When the search must stop drawing nodes: the deadline less the time kept back (refit_reserve)."""
+        return self.deadline - self.refit_reserve(journal, rows, blending)
+
+    def refit_reserve(self, journal: Journal, rows: int, blending: bool) -> float:
+        """Seconds kept back for what follows the search: refitting the final solution on every row (a blend refits
+        each of its members, typically a few of the best nodes), estimated from their folds' fit seconds and at
+        most REFIT_MAX_SHARE of the budget (beyond that the fold models' average is the submission), blending and
+        writing the outputs. On a large table only a best scored on the sample only, which has no fold models'
+        predictions, is budgeted: the others' fold models' average is the submission unless time is left for the
+        refit."""
+        best = journal.best()  # an explored node, when it beats the valid ones on the sample
+        if self.settings.large_table(rows):
+            refit = [best] if best is not None and not best.valid else []
+        else:
+            ranked = sorted(journal.valid_nodes, key=lambda node: node.score, reverse=True)
+            refit = ranked[:TYPICAL_BLEND_SIZE] if blending else ranked[:1]
+            if best is not None and best not in refit:
+                refit.append(best)
+        # A journal the search was handed may hold nodes evaluated elsewhere: their evidence is only their time.
+        estimate = refit_estimate([node.evidence or Evidence("ok", elapsed=node.elapsed) for node in refit],
+                                  rows) if refit else 0.0
+        kept = min(estimate, REFIT_MAX_SHARE * self.budget) if self.budget is not None else estimate
+        blend = BLEND_SECONDS * min(1.0, rows / BLEND_ROWS) if blending and len(journal.valid_nodes) >= 2 else 0.0
+        return kept + OUTPUT_SECONDS + blend
+
+    def used_up(self, journal: Journal, search_deadline: float) -> str:
+        """Why no node may start before `search_deadline` ("" while one may): a node started with less time left
+        than the fastest verified node took would only run over time."""
+        fastest = fastest_node_seconds(journal)
+        if time.monotonic() + fastest < search_deadline:
+            return ""
+        return (f"time budget used up: less is left than the fastest node took ({fastest:.1f} s), and the rest is "
+                "kept for the final refit and the outputs")
+
+    def node_deadline(self, search_deadline: float, shares: float = 1.0) -> float:
+        """When a node must stop: after at most `shares` node shares of the budget, and early enough before
+        `search_deadline` that its own refit, which the time kept back grows by once it is verified (REFIT_SHARE of
+        its CV), fits too."""
+        now = time.monotonic()
+        if self.budget is None:
+            return search_deadline
+        return min(now + (search_deadline - now) / (1 + REFIT_SHARE), now + shares * self.settings.node_share * self.budget)
+
+    def full_rows_deadline(self, search_deadline: float, explored: Evidence, full_rows: int) -> float:
+        """When a node promoted from the exploration sample must stop its CV on every row: it may take two node
+        shares (those are the scores that choose the best), less the refit on every row it would need, estimated
+        from the sample's fits (none on a large table, where its fold models' average stands in)."""
+        cap = self.node_deadline(search_deadline, 2)
+        if not self.settings.large_table(full_rows):
+            cap = min(cap, search_deadline - refit_estimate([explored], full_rows))
+        return cap
+
+    def refit_seconds_left(self) -> float:
+        """Seconds the final fit may take: what is left before the outputs."""
+        return self.deadline - OUTPUT_SECONDS - time.monotonic()
+
+
+def fastest_node_seconds(journal: Journal) -> float:
+    """Seconds the fastest verified single-model node took to be verified (0 with none): on a large table, its CV
+    on the exploration sample, which is all a new node must get through (its CV on every row has its own cap)."""
+    return min((node.exploration.elapsed if node.exploration is not None else node.elapsed
+                for node in journal if node.verified and not node.members), default=0.0)
+
+
+def refit_seconds_per_row(evidence: Evidence) -> float | None:
+    """A refit's seconds per training row, from the CV behind `evidence`: its mean fold fit over a fold's training
+    rows, with REFIT_MARGIN; None without fold timings (free code)."""
+    if not evidence.fit_seconds or not evidence.rows:
+        return None
+    folds = len(evidence.fit_seconds)
+    return sum(evidence.fit_seconds) / folds / (evidence.rows * (folds - 1) / folds) * REFIT_MARGIN
+
+
+def refit_estimate(models: Sequence[Evidence], rows: int) -> float:
+    """Seconds refitting these models on `rows` rows in one process should take, from the CV behind each one's
+    evidence: refit_seconds_per_row times the rows, plus REFIT_OVERHEAD once; a model without fold timings (free
+    code, or a node evaluated elsewhere) counts REFIT_SHARE of its whole CV, start-up included."""
+    seconds, timed = 0.0, False
+    for evidence in models:
+        per_row = refit_seconds_per_row(evidence)
+        seconds += REFIT_SHARE * evidence.elapsed if per_row is None else per_row * rows
+        timed = timed or per_row is not None
+    return seconds + (REFIT_OVERHEAD if timed else 0.0)
+
+
+def rows_within(evidence: Evidence, seconds: float) -> int:
+    """The most rows a refit fits on in `seconds`, by refit_estimate's rule; the CV's rows without fold timings."""
+    per_row = refit_seconds_per_row(evidence)
+    return evidence.rows if not per_row else max(int((seconds - REFIT_OVERHEAD) / per_row), 0)
+
+
+def promotion_estimate(explored: Evidence, sample_rows: int, full_rows: int) -> float:
+    """Seconds a CV on every row should take, from the CV on the sample behind `explored`: its fits scaled by the
+    rows (with PROMOTION_MARGIN), the rest (start-up, inspection) as it was."""
+    fitting = sum(explored.fit_seconds)
+    return fitting * full_rows / sample_rows * PROMOTION_MARGIN + (explored.elapsed - fitting)

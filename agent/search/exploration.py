@@ -1,0 +1,98 @@
+"""A large table searched on a sample first: sample, then promote.
+
+On a table above `explore_rows` training rows (SearchSettings) a node is first cross-validated on a sample of that
+many rows (`exploring`), and only one that beats its model family's best on the sample, and whose CV on every row is
+estimated to fit in its cap, is cross-validated on every row (`promotion`); its `scored_on` says which. Only scores
+on every row are compared to choose the best.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+
+from agent.candidate import SolutionCandidate
+from agent.engine.dataset import Dataset
+from agent.engine.spec import SolutionSpec
+from agent.evaluator import Evaluator
+from agent.evaluator import sample as sample_rows
+from agent.execution.sandbox import error_tail
+from agent.search.clock import BudgetClock, promotion_estimate
+from agent.search.journal import OVER_TIME, Exploration, Journal
+from agent.verify.findings import Evidence
+from agent.verify.verifier import Verifier
+
+
+@dataclass(frozen=True, eq=False)
+class Exploring:
+    """One search's exploration of a large table: the sample (evaluator.sample) and its trivial baseline's score,
+    the table itself, and the evaluator, verifier and clock its nodes are evaluated, judged and capped by."""
+
+    dataset: Dataset  # the sample
+    baseline: float
+    table: Dataset  # every row
+    evaluator: Evaluator
+    verifier: Verifier
+    clock: BudgetClock
+
+    @property
+    def rows(self) -> int:
+        return len(self.dataset.y)
+
+    @property
+    def full_rows(self) -> int:
+        return len(self.table.y)
+
+    def evaluate(self, candidate: SolutionCandidate, journal: Journal,
+                 search_deadline: float) -> tuple[SolutionSpec, Evidence, Exploration]:
+        """The candidate cross-validated on the sample, then on every row when it is promising (`promotion`): its
+        spec, its evidence (the sample's unless its exploration says it was promoted: a node not promoted, or over
+        time on every row, keeps its score on the sample) and its exploration."""
+        evaluator, clock, table = self.evaluator, self.clock, self.table
+        spec, explored = evaluator.evaluate_candidate(candidate, self.dataset, clock.node_deadline(search_deadline))
+        verdict = self.verifier.verify(explored, self.baseline, table.metric_info)
+        metric = explored.metric_value if math.isfinite(explored.metric_value) else None
+        exploration = Exploration(self.rows, metric, verdict.score, explored.elapsed, False,
+                                  "" if verdict.valid else "failed on the sample")
+        if not verdict.valid:
+            return spec, explored, exploration
+        # It is promoted only when its estimate fits in one share: the other half absorbs the estimate's errors, so
+        # that a CV on every row seldom runs over time for nothing.
+        cap = clock.full_rows_deadline(search_deadline, explored, self.full_rows)
+        note = self.promotion(candidate, verdict.score, explored, journal, min(cap, clock.node_deadline(search_deadline)))
+        if note.startswith("not promoted"):
+            return spec, explored, replace(exploration, note=note)
+        evidence = evaluator.evaluate(spec, table, cap, predict_test=True)
+        if evidence.status == OVER_TIME:  # it keeps its score on the sample
+            note = f"{note}; its CV on every row was over time ({error_tail(evidence.error, 1)})"
+            return spec, replace(explored, elapsed=explored.elapsed + evidence.elapsed), replace(exploration, note=note)
+        return (spec, replace(evidence, elapsed=explored.elapsed + evidence.elapsed),
+                replace(exploration, promoted=True, note=note))
+
+    def promotion(self, candidate: SolutionCandidate, score: float, explored: Evidence, journal: Journal,
+                  cap: float) -> str:
+        """Whether a node verified on the sample is cross-validated on every row, in words (starting "not promoted"
+        when it is not): it must beat the best sample score of its model family so far, and its CV on every row,
+        estimated from the sample's, must fit in its cap."""
+        trainer = candidate.trainer
+        rivals = [node.exploration.score for node in journal
+                  if node.exploration is not None and node.verified and node.candidate.trainer == trainer]
+        if rivals and score <= max(rivals):
+            return f"not promoted: its score on the sample does not beat the best {trainer} node's there"
+        estimate = promotion_estimate(explored, self.rows, self.full_rows)
+        allowed = cap - time.monotonic()
+        if estimate > allowed:
+            return (f"not promoted: its CV on every row would take about {estimate:.0f} s, more than the "
+                    f"{max(allowed, 0):.0f} s it may use")
+        return f"promoted: the best {trainer} node on the sample so far"
+
+
+def exploring(dataset: Dataset, evaluator: Evaluator, verifier: Verifier, clock: BudgetClock) -> Exploring | None:
+    """The exploration of a table above the settings' `explore_rows` training rows; None for a smaller one."""
+    rows = clock.settings.explore_rows
+    if rows is None or len(dataset.y) <= rows:
+        return None
+    validation = evaluator.validation
+    explored = sample_rows(dataset, rows, validation.n_splits, validation.seed)
+    return Exploring(explored, evaluator.baseline(explored), dataset, evaluator, verifier, clock)

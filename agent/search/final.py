@@ -1,0 +1,229 @@
+"""The search's finish: the final combination of its best nodes, and the final fit the submission comes from.
+
+The final combination is the engine's, with or without knowledge: when the metric can be blended
+(agent.search.blending.blendable) and at least two verified nodes exist, `blends` combines the nodes
+`blend_candidates` picks (each family's best, then the best of the rest) every way the metric allows: a greedy
+weighted average, a linear stack, a rank average, each a node of its own. A proposer that names a retrieved
+ensembling trick (`TreeProposer.blend_trick`) only has the trick named in the plan.
+
+`final_fit` makes the submission's predictions from the best node: the refit on every row when its estimate fits in
+what is left, else the CV fold models' test predictions averaged (computed with every CV on every row, so it costs
+no fitting: the cheapest sound fall-back, and what the CV scored); a best scored on the sample only has none, and is
+refit on as many rows as fit. `engineering_run` is the outcome in the card's terms, read from the journal.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from agent.candidate import EngineeringRun, SolutionCandidate
+from agent.engine import runtime
+from agent.engine.compile import ENSEMBLE, ensemble_spec
+from agent.engine.dataset import Dataset
+from agent.engine.spec import SolutionSpec
+from agent.evaluator import Evaluator, Refit
+from agent.evaluator import sample as sample_rows
+from agent.execution.sandbox import error_tail
+from agent.search.blending import AVERAGE, RANK_AVERAGE, STACK, Blend, blend_candidates, blends
+from agent.search.clock import BLEND_ROWS, BudgetClock, refit_estimate, rows_within
+from agent.search.exploration import Exploring
+from agent.search.journal import IMPROVE, Journal, Node
+from agent.search.nodes import Evaluated, pipeline_code
+from agent.search.protocols import FREE_CODE, BlendProposal, TreeProposer
+from agent.verify.findings import Evidence
+from retrieval.profile import TaskProfile
+
+REFIT, FOLD_AVERAGE, SAMPLE_REFIT = "refit on every row", "CV fold models averaged", "refit on a sample of the rows"
+
+
+@dataclass(frozen=True)
+class FinalFit:
+    """How the submission's predictions were made: `how` is REFIT, FOLD_AVERAGE or SAMPLE_REFIT, with the refit's
+    estimate and its seconds (0 when nothing was fitted), the trees each early-stopping model kept and why."""
+
+    how: str
+    estimate: float
+    seconds: float
+    rounds: Mapping[str, float]
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"how": self.how, "estimate_seconds": round(self.estimate, 1), "seconds": round(self.seconds, 1),
+                "rounds": dict(self.rounds), "why": self.why}
+
+
+def blend_proposal(proposer: TreeProposer, profile: TaskProfile, journal: Journal) -> BlendProposal | None:
+    """The final combination's members (agent.search.blending.blend_candidates), None with fewer than two; its plan
+    names the retrieved ensembling trick when the proposer has one."""
+    ranked = blend_candidates(journal)
+    if len(ranked) < 2:
+        return None
+    trick = proposer.blend_trick(profile, journal)
+    plan = "blend the best nodes (the search's final combination"
+    plan += f", as {trick.describe()} also suggests)" if trick is not None else ")"
+    return BlendProposal(tuple(node.id for node in ranked), plan, trick)
+
+
+def blendable_predictions(node: Node) -> Any:
+    """A node's out-of-fold predictions when it may be blended, else None. Free code is not blended: a blend is
+    refit from its members' specs, and a script has none."""
+    if not node.valid or node.evidence is None or node.candidate.trainer == FREE_CODE:
+        return None
+    return node.evidence.predictions
+
+
+def combinations(proposal: BlendProposal, dataset: Dataset, journal: Journal, evaluator: Evaluator) -> list[Evaluated]:
+    """Each way of combining the proposal's members from their OOF predictions (nothing is fitted) that keeps at
+    least two of them, each evaluated as an improvement of its heaviest member. On more than BLEND_ROWS rows the
+    weights are chosen on BLEND_ROWS of them (greedy selection scores the metric hundreds of times), and each
+    combination is then scored on every row."""
+    ids = [i for i in proposal.members if blendable_predictions(journal[i]) is not None]
+    if len(ids) < 2:
+        return []
+    clock = time.monotonic()
+    y, validation = dataset.y, evaluator.validation
+    folds = runtime.make_folds(y, classification=dataset.classification, n_splits=validation.n_splits,
+                               seed=validation.seed)
+    members = [np.asarray(blendable_predictions(journal[i])) for i in ids]
+    if len(y) <= BLEND_ROWS:
+        found = blends(members, y, dataset.metric, dataset.task_type, folds)
+    else:
+        rows = np.sort(np.random.default_rng(validation.seed).choice(len(y), BLEND_ROWS, replace=False))
+        position = np.full(len(y), -1)
+        position[rows] = np.arange(len(rows))
+        sampled = [(position[train][position[train] >= 0], position[valid][position[valid] >= 0])
+                   for train, valid in folds]
+        found = [on_every_row(combination, members, y, dataset.metric, dataset.classification, folds)
+                 for combination in blends([member[rows] for member in members], y[rows], dataset.metric,
+                                           dataset.task_type, sampled)]
+    seconds = (time.monotonic() - clock) / len(found)
+    return [_combined([journal[ids[k]] for k in combination.members], combination, seconds, proposal, dataset,
+                      evaluator)
+            for combination in found if len(combination.members) >= 2]
+
+
+def _combined(members: Sequence[Node], combination: Blend, seconds: float, proposal: BlendProposal,
+              dataset: Dataset, evaluator: Evaluator) -> Evaluated:
+    weights = [combination.weights[k] for k in combination.members]
+    stacked = combination.kind != AVERAGE
+    spec = ensemble_spec([SolutionSpec.from_dict(node.spec) for node in members], weights, evaluator.validation,
+                         intercept=combination.intercept, link=combination.link if stacked else None)
+    evidence = Evidence("ok", combination.metric_value, combination.fold_values, ignored_files=dataset.ignored_files,
+                        elapsed=seconds, predictions=combination.predictions, rows=len(dataset.y))
+    parts = ", ".join(f"node {node.id} ({node.candidate.trainer}) x {weight:.2f}"
+                      for node, weight in zip(members, weights))
+    how = {AVERAGE: "weights by greedy selection on out-of-fold predictions",
+           RANK_AVERAGE: "a rank average, weights by greedy selection on ranks within each fold",
+           STACK: f"a linear stack on out-of-fold predictions ({combination.link} space, "
+                  f"intercept {combination.intercept:.3f})"}[combination.kind]
+    candidate = SolutionCandidate(ENSEMBLE, dict(spec.model.params), f"{proposal.plan}: {parts} ({how})", ())
+    heaviest = members[int(max(range(len(weights)), key=lambda k: abs(weights[k])))]
+    # The combination is the engine's step: the trick the plan may name is provenance, not the node's trick.
+    return Evaluated(IMPROVE, heaviest, candidate, None, spec, evidence, pipeline_code(spec, dataset, evaluator),
+                     members=tuple(node.id for node in members))
+
+
+def on_every_row(combination: Blend, members: Sequence[Any], y: Any, metric: str, classification: bool,
+                 folds: Sequence[Any]) -> Blend:
+    """A combination whose weights were chosen on some rows, applied to every row's OOF predictions and scored on
+    each fold, as runtime.LinearStack and the voting ensembles combine the members."""
+    if combination.kind == AVERAGE:
+        combined = np.tensordot(np.asarray(combination.weights), np.asarray(members, dtype=float), axes=1)
+    else:
+        values = [member[:, 1] if classification else member for member in members]
+        groups = [valid for _, valid in folds] if combination.link == "rank" else None
+        combined = runtime.combine(np.asarray(values, dtype=float), combination.weights, combination.intercept,
+                                   combination.link, classification=classification, groups=groups)
+    return replace(combination, predictions=combined,
+                   fold_values=tuple(runtime.fold_scores(combined, y, folds, metric)))
+
+
+def final_model(evaluator: Evaluator, clock: BudgetClock, dataset: Dataset, journal: Journal,
+                explore: Exploring | None) -> tuple[Refit | None, FinalFit | None]:
+    """The best node's model and test predictions (None without a verified node), and how they were made (None
+    for a script, which predicted the test set itself: no refit)."""
+    best = journal.best()
+    if best is None:
+        return None, None
+    if best.candidate.trainer == FREE_CODE:
+        prediction = best.evidence.test_prediction if best.evidence is not None else None
+        return Refit(None, prediction, "" if prediction is not None else "the script wrote no test predictions"), None
+    return final_fit(evaluator, clock, best, dataset, journal, explore)
+
+
+def final_fit(evaluator: Evaluator, clock: BudgetClock, best: Node, dataset: Dataset, journal: Journal,
+              explore: Exploring | None) -> tuple[Refit, FinalFit]:
+    """The submission's model and predictions: the refit on every row when its estimate fits in what is left
+    before the outputs; else (or when it fails) the CV fold models' test predictions averaged; for a best node
+    scored on the sample only, which has none, a refit on as many rows as the time left allows (FLAML's
+    retraining within the budget, with the rows as the resource), at least the exploration sample's."""
+    spec = SolutionSpec.from_dict(best.spec)
+    members = best.members or (best.id,)
+    # A journal the search was handed may hold nodes evaluated elsewhere: their evidence is only their time.
+    evidence = [journal[i].evidence or Evidence("ok", elapsed=journal[i].elapsed) for i in members]
+    estimate = refit_estimate(evidence, len(dataset.y))
+    rounds = {f"model/m{k}/{path}" if best.members else path: value
+              for k, item in enumerate(evidence) for path, value in item.stopped_rounds.items()}
+    averaged = fold_average(spec, [item.test_prediction for item in evidence], dataset.classification)
+    left = clock.refit_seconds_left()
+    why = f"the refit's estimate, {estimate:.0f} s, fits in the {max(left, 0):.0f} s left"
+    if estimate > left and averaged is not None:
+        why = f"the refit's estimate, {estimate:.0f} s, is more than the {max(left, 0):.0f} s left"
+        return Refit(None, averaged), FinalFit(FOLD_AVERAGE, estimate, 0.0, rounds, why)
+    if estimate > left and explore is not None and len(evidence) == 1:  # scored on the sample only
+        rows = min(max(rows_within(evidence[0], left), explore.rows), len(dataset.y))
+        validation = evaluator.validation
+        rows_drawn = replace(sample_rows(dataset, rows, validation.n_splits, validation.seed),
+                             X_test=dataset.X_test, test_ids=dataset.test_ids)
+        small = evaluator.fit_all_rows(spec, rows_drawn, max(left, refit_estimate(evidence[:1], rows)), rounds)
+        return small, FinalFit(SAMPLE_REFIT, estimate, small.seconds, rounds,
+                               f"the refit's estimate on every row, {estimate:.0f} s, is more than the "
+                               f"{max(left, 0):.0f} s left: refit on {len(rows_drawn.y):,} of them")
+    refit = evaluator.fit_all_rows(spec, dataset, max(left, estimate if averaged is None else 0.0), rounds)
+    if refit.test_prediction is not None or dataset.X_test is None:
+        return refit, FinalFit(REFIT, estimate, refit.seconds, rounds, why)
+    if averaged is not None:
+        return Refit(None, averaged, refit.error, refit.seconds), FinalFit(
+            FOLD_AVERAGE, estimate, refit.seconds, rounds, f"the refit failed ({error_tail(refit.error, 1)})")
+    if explore is not None:  # scored on the sample only: no fold models predicted the test set
+        small = evaluator.fit_all_rows(spec, replace(explore.dataset, X_test=dataset.X_test),
+                                       max(clock.left(), refit_estimate(evidence[:1], explore.rows)), rounds)
+        return small, FinalFit(SAMPLE_REFIT, estimate, refit.seconds + small.seconds, rounds,
+                               f"the refit on every row failed ({error_tail(refit.error, 1)})")
+    return refit, FinalFit(REFIT, estimate, refit.seconds, rounds, f"it failed ({error_tail(refit.error, 1)})")
+
+
+def fold_average(spec: SolutionSpec, member_predictions: Sequence[Any], classification: bool) -> Any:
+    """The CV fold models' averaged test predictions of a solution, combined as its spec combines its members (one
+    member: its own); None when a member has none."""
+    if not member_predictions or any(prediction is None for prediction in member_predictions):
+        return None
+    if spec.model.name != ENSEMBLE:
+        return member_predictions[0]
+    params = spec.model.params
+    if "link" not in params:  # a weighted average, as VotingClassifier (soft) and VotingRegressor weigh
+        weights = [float(weight) for weight in params["weights"]]
+        return sum(weight * prediction for weight, prediction in zip(weights, member_predictions)) / sum(weights)
+    values = [prediction[:, 1] if classification else prediction for prediction in member_predictions]
+    return runtime.combine(values, params["weights"], params["intercept"], params["link"],
+                           classification=classification)
+
+
+def engineering_run(journal: Journal, metric: str, baseline_score: float, rounds: int, stop_reason: str,
+                    refit: Refit | None = None) -> EngineeringRun:
+    """The run in the card's terms, read from the journal: its nodes as attempts, the best verified node, and the
+    submission's model and predictions (`refit`; None when no final fit was made)."""
+    run = EngineeringRun(attempts=journal.attempts(), best_candidate=None, best_score=-math.inf, model=None,
+                         metric=metric, baseline_score=baseline_score, rounds=rounds, stop_reason=stop_reason)
+    best = journal.best()
+    if best is None:
+        return run
+    run = replace(run, best_candidate=best.candidate, best_score=best.score, best_spec=SolutionSpec.from_dict(best.spec))
+    return run if refit is None else replace(run, model=refit.model, test_prediction=refit.test_prediction,
+                                             refit_error=refit.error)

@@ -1,0 +1,69 @@
+"""A proposal once evaluated (`Evaluated`), and the journal's node it becomes once verified (`Evaluated.node`).
+
+A node is verified against the trivial baseline on the rows it was scored on. One verified on the exploration sample
+only is EXPLORED, one stopped at its time cap OVER_TIME: neither is compared with the valid nodes nor debugged; a
+failed node is BUGGY until its debug depth reaches the policy's limit, then DEAD.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from agent.candidate import AppliedTrick, SolutionCandidate
+from agent.engine.compile import NotRenderableError, render_model
+from agent.engine.dataset import Dataset
+from agent.engine.spec import SolutionSpec, SpecError
+from agent.evaluator import Evaluator
+from agent.execution.sandbox import error_tail
+from agent.search.journal import BUGGY, DEAD, DEBUG, EXPLORED, FULL, OVER_TIME, SAMPLE, VALID, Exploration, Node
+from agent.verify.findings import Evidence, Verdict
+
+
+@dataclass(frozen=True, eq=False)
+class Evaluated:
+    """A proposal once evaluated: how it was made, what it is, and its evidence; verified, it becomes a node."""
+
+    action: str  # draft / improve / debug
+    parent: Node | None
+    candidate: SolutionCandidate  # with its full pipeline, and the plan as its rationale
+    trick: AppliedTrick | None
+    spec: SolutionSpec
+    evidence: Evidence
+    code: str  # the pipeline's Python source, or a free-code node's script ("" when it cannot be rendered)
+    scored_on: str = FULL  # the data `evidence` comes from: FULL (every training row) or SAMPLE
+    exploration: Exploration | None = None  # its score on the exploration sample, when it was explored first
+    members: tuple[int, ...] = ()  # for a blend: the nodes it combines
+
+    def node(self, node_id: int, verdict: Verdict, started: float, max_debug_depth: int, rows: int) -> Node:
+        """The journal's node `node_id`, judged by `verdict`, its evaluation started `started` seconds into the
+        search, on a table of `rows` training rows."""
+        evidence, parent = self.evidence, self.parent
+        debug_depth = parent.debug_depth + 1 if self.action == DEBUG and parent is not None else 0
+        if verdict.valid:
+            status = VALID if self.scored_on == FULL else EXPLORED
+        elif verdict.failure == OVER_TIME:
+            status = OVER_TIME
+        else:
+            status = DEAD if debug_depth >= max_debug_depth else BUGGY
+        scored = (f"scored on {evidence.rows} of {rows} training rows (the exploration sample)"
+                  if self.scored_on == SAMPLE else "")
+        output = "; ".join(part for part in (verdict.reason, *verdict.notes, scored,
+                                             self.exploration.note if self.exploration is not None else "") if part)
+        return Node(
+            id=node_id, parent_id=parent.id if parent is not None else None, action=self.action,
+            plan=self.candidate.rationale, candidate=self.candidate, spec=self.spec.to_dict(), code=self.code,
+            status=status, metric=evidence.metric_value if math.isfinite(evidence.metric_value) else None,
+            score=verdict.score, output=output, error=error_tail(evidence.error), trick=self.trick,
+            debug_depth=debug_depth, elapsed=evidence.elapsed, started=started, members=self.members,
+            failure=verdict.failure, findings=verdict.findings, scored_on=self.scored_on,
+            scored_rows=evidence.rows or rows, exploration=self.exploration, evidence=evidence, verdict=verdict,
+        )
+
+
+def pipeline_code(spec: SolutionSpec, dataset: Dataset, evaluator: Evaluator) -> str:
+    """The Python source of the spec's pipeline, as the evaluator compiles it; "" when it cannot be rendered."""
+    try:
+        return render_model(spec, dataset, evaluator.trainers, evaluator.random_state, evaluator.step_ops)
+    except (NotRenderableError, SpecError, KeyError, TypeError, ValueError):
+        return ""

@@ -1,0 +1,86 @@
+"""The settings of a solve, frozen and passed whole: `SolveSettings` (what `agent solve` is asked to do) holding
+`SearchSettings` (the tree search's policy, steps, time budget and seed).
+
+They own the rules read from them in several places: how many CV folds a table gets (`SolveSettings.folds_for`) and
+when a table is large (`SearchSettings.large_table`). The time budget's deadlines are agent.search.clock's
+`BudgetClock`, started from these settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agent.engine.trainers import LARGE_ROWS
+from agent.execution.executors import LOCAL
+from agent.execution.sandbox import DEFAULT_MEMORY_LIMIT
+
+DEFAULT_CANDIDATE_TIME_LIMIT = 600.0
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    # AIDE (on which AutoMind's search builds) drafts 5 solutions; on a 2-core machine 4 model families
+    # (linear, random forest, histogram GBM, XGBoost) cover the space and leave the budget for improving.
+    num_drafts: int = 4
+    debug_prob: float = 0.5  # AIDE's value
+    max_debug_depth: int = 3  # AIDE's value: three repair attempts in a row, then the branch is dead
+    greedy_prob: float = 0.8  # improve the best node; otherwise a random verified one (exploration)
+    trick_prob: float = 0.5  # knowledge proposer: improve with one retrieved trick vs a built-in change
+    steps: int = 100  # search steps after the initial drafts; the wall-clock budget usually ends a search first
+    time_budget: float | None = 900.0  # seconds for the whole search; None: unbounded
+    seed: int = 0
+    # A node's time cap is what is left of the budget (less the time kept for the refit and the outputs), and at
+    # most this share of the budget, so that no one node can use it all; on a sampled table, a promising node's CV
+    # on every row may take twice that (those are the scores that choose the best). A node stopped at its cap is
+    # over time.
+    node_share: float = 0.25
+    # Above this many training rows, a node is first cross-validated on a sample of this many rows (by class for
+    # classification), and only one that beats its model family's best score on the sample is then cross-validated
+    # on every row; only those scores are compared to choose the best. None: every node on every row.
+    explore_rows: int | None = 20_000
+    # Above this many training rows a table is large: its CV has at most `large_table_folds` folds, on the sample
+    # and on every row alike, and no time is kept back for refitting a node whose fold models predicted the test set
+    # (agent.search.clock). FLAML trades its CV for a holdout from 100,000 rows, where one validation fold already
+    # holds enough rows for a steady score; three folds still predict every row out of fold (for blending and the
+    # fold models' average) at about half the fitting of five (3 x 2/3 of the rows against 5 x 4/5). AutoGluon
+    # predicts with its bagged fold models unless asked to refit. None: no table is large.
+    large_table_rows: int | None = LARGE_ROWS
+    large_table_folds: int = 3
+
+    def large_table(self, rows: int) -> bool:
+        return self.large_table_rows is not None and rows > self.large_table_rows
+
+    def folds_for(self, rows: int, cv: int) -> int:
+        """The CV's number of folds on a table of `rows` training rows when `cv` were asked for."""
+        return min(cv, self.large_table_folds) if self.large_table(rows) else cv
+
+
+@dataclass(frozen=True)
+class SolveSettings:
+    # The tree search's policy, steps, time budget and seed (the seed loop reads steps as reflection rounds).
+    search: SearchSettings = field(default_factory=SearchSettings)
+    use_kb: bool = False
+    cv: int = 5
+    patience: int = 3  # the seed loop only (a CandidateProposer passed to solve_task); the tree search runs its steps
+    candidate_time_limit: float = DEFAULT_CANDIDATE_TIME_LIMIT
+    memory_limit: int | None = DEFAULT_MEMORY_LIMIT
+    llm: str | None = None  # an Anthropic model id: the LLM proposer plans each step, the offline one is its fallback
+    llm_budget_usd: float | None = None  # no LLM calls once this much is spent (estimated from kb.llm.PRICES)
+    # Run the LLM's scripts where the OS offers no isolation (agent.execution.isolation), under the audit hook only.
+    allow_unisolated_code: bool = False
+    # Where the tree search evaluates its nodes (agent.execution.executors): "local" or "ray" (the cluster at
+    # `ray_address`), `workers` at once (default: 1 locally, the cluster's CPUs on Ray).
+    executor: str = LOCAL
+    ray_address: str | None = None
+    workers: int | None = None
+    # The model families the search drafts, in order (default: agent.search.builtin.DRAFT_FAMILIES), as FLAML's
+    # estimator_list narrows its search.
+    models: tuple[str, ...] | None = None
+    # When the submission averaged CV fold models (no refit fitted in the budget), fit them again after the search
+    # and save them in model.pkl (agent.outputs.saved_model); off, the budget is kept and there is no model.pkl.
+    save_fold_models: bool = False
+
+    def folds_for(self, rows: int) -> int:
+        """The tree search's CV folds on a table of `rows` training rows: `cv`, fewer on a large table (the seed
+        loop always cross-validates on `cv`)."""
+        return self.search.folds_for(rows, self.cv)
