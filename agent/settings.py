@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agent.engine.fit import PRUNE_Z
 from agent.engine.trainers import LARGE_ROWS
 from agent.execution.executors import LOCAL
 from agent.execution.sandbox import DEFAULT_MEMORY_LIMIT
@@ -46,6 +47,10 @@ class SearchSettings:
     # predicts with its bagged fold models unless asked to refit. None: no table is large.
     large_table_rows: int | None = LARGE_ROWS
     large_table_folds: int = 3
+    # Multi-fidelity CV: once a node is verified, every later node is scored fold by fold and stopped as soon as it
+    # trails the best node on the same folds by more than `prune_z` of the best's fold-to-fold spread over the root
+    # of the folds scored (agent.engine.fit.FoldGate; bench/fold_spread.py chose it). None: every node on every fold.
+    prune_z: float | None = PRUNE_Z
 
     def large_table(self, rows: int) -> bool:
         return self.large_table_rows is not None and rows > self.large_table_rows

@@ -285,6 +285,13 @@ def free_code_off(allow_unisolated: bool) -> str | None:
            "runs it under the audit hook only"
 
 
+def _throughput_words(throughput: dict[str, Any]) -> str:
+    per_minute = throughput["nodes_per_minute"]
+    return (f"; {throughput['nodes']} nodes in {throughput['search_seconds']:.0f} s of search"
+            + (f" ({per_minute:.1f} a minute)" if per_minute is not None else "")
+            + f", {throughput['verified_full_cv']} verified on every fold, {throughput['stopped_early']} stopped early")
+
+
 def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset, run: EngineeringRun,
                 journal: Journal | None, proposer: Any, seed_loop: bool, notes: list[str], started: float,
                 submission_path: Path | None, solution_path: Path | None) -> dict[str, Any]:
@@ -297,7 +304,7 @@ def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset,
         # the CV's folds: fewer than settings.cv asked for on a large table (SearchSettings.folds_for)
         "cv_folds": settings.cv if seed_loop else settings.folds_for(len(dataset.y)),
         "search": "seed loop" if seed_loop else f"tree search ({type(proposer).__name__})",
-        "summary": run.summary(),
+        "summary": run.summary() + (_throughput_words(journal.throughput()) if journal is not None else ""),
         "metric": run.metric,
         "baseline": json_number(natural(run.baseline_score, info)),
         "best_cv_score": json_number(natural(run.best_score, info)),
@@ -315,6 +322,8 @@ def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset,
                     for name, path in (("submission", submission_path), ("solution", solution_path))},
         # Distinct tricks applied, and those on the best solution's lineage, by source kind (card, write-up, paper).
         "tricks_by_source": journal.tricks_by_source() if journal is not None else None,
+        # Nodes, nodes verified on every fold, nodes stopped early by multi-fidelity CV, and nodes per minute.
+        "throughput": journal.throughput() if journal is not None else None,
         # The LLM's model, price, budget, tokens and estimated cost, answers and fallbacks (None without --llm).
         "llm": None if seed_loop else proposer.usage_record(),
         "journal": journal.to_dict() if journal is not None else None,

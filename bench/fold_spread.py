@@ -1,5 +1,6 @@
 """The fold-to-fold spread behind the search's pruning bound (issue 25): replay finished runs' traces and ask, for
-each node scored on every fold, what a rule stopping it after its first k folds would have done.
+each improvement scored on every fold, what a rule stopping it after its first k folds would have done (the search
+gates improvements only: a draft starts a model family's branch).
 
 The rule compares a node with the best node so far on the same folds (every node of a run shares its folds): the
 mean paired difference of their first k fold scores (greater is better), in units of the best node's own
@@ -31,7 +32,7 @@ SECTION = "## Fold spread and the pruning bound (issue 25)"
 @dataclass(frozen=True)
 class Pair:
     run: str
-    beat_best: bool  # the node's full-CV mean beat the best node's before it
+    beat_best: bool  # the improvement's full-CV mean beat the best node's before it
     standardised: tuple[float, ...]  # mean paired difference after k = 1..n folds, over the best's fold spread
     seconds: float  # the node's CV time
     folds: int
@@ -52,7 +53,7 @@ def pairs_of(run_dir: Path) -> list[Pair]:
     found = []
     for node in (n for n in nodes if len(n["fold_scores"]) == folds):
         scores = [sign * value for value in node["fold_scores"]]
-        if best is not None:
+        if best is not None and node.get("action") == "improve" and node.get("trainer") != "ensemble":
             spread = statistics.pstdev(best) or 1e-12
             differences = [a - b for a, b in zip(scores, best, strict=True)]
             found.append(Pair(run_dir.name, statistics.fmean(scores) > statistics.fmean(best),

@@ -250,15 +250,19 @@ def predict(run_dir: Path, csv_path: Path, out_path: Path, as_json: bool) -> Non
 
 def _describe_search(journal: Journal, stop_reason: str, final_fit: dict | None) -> str:
     """How many nodes the search could evaluate, on which rows, why it stopped and how the submission was made."""
-    from agent.search.journal import BUGGY, DEAD, EXPLORED, OVER_TIME, SAMPLE, VALID
+    from agent.search.journal import BUGGY, DEAD, EXPLORED, OVER_TIME, SAMPLE, STOPPED_EARLY, VALID
 
     counts = Counter(node.status for node in journal)
     parts = [f"{counts[VALID]} on every row"]
     explored = [node.exploration.rows for node in journal if node.exploration is not None]
     if explored:
         parts.append(f"{len(explored)} first on a {explored[0]:,}-row sample ({counts[EXPLORED]} left there)")
-    parts += [f"{counts[status]} {status.replace('_', ' ')}" for status in (OVER_TIME, BUGGY, DEAD) if counts[status]]
-    line = f"search: {count(len(journal), 'node')} evaluated ({', '.join(parts)}); stopped: {stop_reason or 'blended'}"
+    parts += [f"{counts[status]} {status.replace('_', ' ')}" for status in (STOPPED_EARLY, OVER_TIME, BUGGY, DEAD)
+              if counts[status]]
+    per_minute = journal.throughput()["nodes_per_minute"]
+    line = (f"search: {count(len(journal), 'node')} evaluated ({', '.join(parts)})"
+            + (f", {per_minute:.1f} a minute" if per_minute is not None else "")
+            + f"; stopped: {stop_reason or 'blended'}")
     best = journal.best()
     if best is not None and best.scored_on == SAMPLE:
         line += f"; the best, node {best.id}, is scored on the sample only (its CV on every row did not fit)"

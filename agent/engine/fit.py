@@ -84,8 +84,8 @@ def cross_fit(pipeline: Pipeline, dataset: Dataset, spec: SolutionSpec, *, predi
 
 
 # How far, in the bar's own fold-to-fold standard deviations (over the square root of the folds scored), a node may
-# trail the best node on the same folds and still go on. bench/fold_spread.py replays finished runs: at 1, a third
-# of the CV time of nodes that did not beat the best was saved and no node that did beat it was stopped.
+# trail the best node on the same folds and still go on. bench/fold_spread.py replays finished runs: at 1, 23% of
+# the improvements' CV time was saved, and no improvement that went on to beat the best was stopped.
 PRUNE_Z = 1.0
 
 

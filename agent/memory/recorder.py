@@ -40,9 +40,10 @@ from agent.memory.records import (
 )
 from agent.memory.store import MemoryStore, memory_id
 from agent.memory.text import error_class, error_message, failure_message
-from agent.search.journal import DEBUG, IMPROVE, Journal, Node
+from agent.search.journal import DEBUG, IMPROVE, STOPPED_EARLY, Journal, Node
 from agent.search.protocols import FREE_CODE, TreeProposer
 from agent.verify import findings
+from retrieval.metrics import metric_info
 from retrieval.profile import TaskProfile
 
 
@@ -69,6 +70,8 @@ def node_memories(node: Node, parent: Node | None, run: RunContext) -> tuple[lis
     """(memories, repairs of earlier error memories: (their id, the repair)) of one finished node."""
     if node.members:  # the search's own final combination
         return [], []
+    if node.status == STOPPED_EARLY:  # not a failure: a change measured on the folds it was scored on
+        return _change_memories(node, parent, run, _partial_score(parent, node.folds_scored, run.metric))
     if not node.valid:
         leaks = [finding for finding in node.findings if finding.leak]
         kind = _failure_kind(node)
@@ -83,21 +86,41 @@ def node_memories(node: Node, parent: Node | None, run: RunContext) -> tuple[lis
     if node.action == DEBUG and not parent.valid:
         repair = Repair(node.id, Change.between(parent.candidate, node.candidate), node.plan, float(node.metric))
         return [], [(memory_id(run.run_id, parent.id, _failure_kind(parent)), repair)]
-    if node.action != IMPROVE or not parent.valid or not (math.isfinite(node.score) and math.isfinite(parent.score)):
+    return _change_memories(node, parent, run, parent.score)
+
+
+def _partial_score(parent: Node | None, folds: int, metric: str) -> float:
+    """The parent's greater-is-better CV score on its first `folds` folds, the ones a node stopped early was scored
+    on (-inf when the parent's fold scores are not known)."""
+    if parent is None or parent.evidence is None or len(parent.evidence.fold_values) < folds or folds == 0:
+        return -math.inf
+    mean = sum(parent.evidence.fold_values[:folds]) / folds
+    return mean if metric_info(metric).greater_is_better else -mean
+
+
+def _change_memories(node: Node, parent: Node | None, run: RunContext,
+                     parent_score: float) -> tuple[list[Memory], list[tuple[str, Repair]]]:
+    """An improvement's effect against its parent's score on the same folds: a positive memory, or a WORSE one."""
+    if parent is None or parent.members or node.action != IMPROVE or not parent.valid:
+        return [], []
+    if not (math.isfinite(node.score) and math.isfinite(parent_score)):
         return [], []
     change = Change.between(parent.candidate, node.candidate)
-    delta = node.score - parent.score
-    gain = delta / max(abs(parent.score), 1e-12)
+    parent_metric = parent_score if metric_info(run.metric).greater_is_better else -parent_score  # its own units
+    delta = node.score - parent_score
+    gain = delta / max(abs(parent_score), 1e-12)
     op = node.trick.op if node.trick is not None else change.op
     if delta > 0:
         return [PositiveMemory(
             memory_id(run.run_id, node.id, IMPROVEMENT), run.task_key, run.task_name, run.run_id, run.signature,
-            node.id, node.action, node.candidate.trainer, op, change, node.trick, run.metric, float(parent.metric),
+            node.id, node.action, node.candidate.trainer, op, change, node.trick, run.metric, float(parent_metric),
             float(node.metric),
             delta, gain, node.plan, _now())], []
     return [NegativeMemory(
         memory_id(run.run_id, node.id, WORSE), WORSE, run.task_key, run.task_name, run.run_id, run.signature,
-        f"{op} did not beat its parent: CV {run.metric} {parent.metric:.6g} -> {node.metric:.6g}", node.id,
+        f"{op} did not beat its parent: CV {run.metric} {parent_metric:.6g} -> {node.metric:.6g}"
+        + (f" (on the first {node.folds_scored} of {node.folds} folds)" if node.status == STOPPED_EARLY else ""),
+        node.id,
         node.action, node.candidate.trainer, tuple(step.op for step in node.candidate.steps or ()), op=op,
         change=change, trick=node.trick, metric=run.metric, delta=delta, gain=gain, created_at=_now())], []
 

@@ -36,8 +36,8 @@ SHORT_PLAN_CHARS = 110
 ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:[^\s/()'\",;]+/)+([^\s/()'\",;]+)")  # group 1: the file's name
 PARENTHESES = re.compile(r"\s*\([^()]*\)")
 PLAN_REASONS = re.compile(r" — |; ")  # what follows gives reasons or notes: the journal shows it
-STATUS_COLOURS = {"valid": "#2e8b57", "explored": "#4f86c6", "over_time": "#8e6bbf", "buggy": "#d9822b",
-                  "dead": "#9e9e9e"}
+STATUS_COLOURS = {"valid": "#2e8b57", "explored": "#4f86c6", "over_time": "#8e6bbf", "stopped_early": "#b5a642",
+                  "buggy": "#d9822b", "dead": "#9e9e9e"}
 BEST_COLOUR = "#1f5fbf"
 # The drawn tree, in pixels: a box's (width, height) from the most said to the least (id, trainer and score; id and
 # score; the id only), the first whose tree fits the page (TREE_MAX_WIDTH, the width of a section at 1280 px); the
@@ -136,6 +136,7 @@ class NodeView:
     error: str  # the error's last line
     llm: dict[str, Any] | None = None  # what the LLM did towards it (tokens, cost, answer, fallback), with --llm
     code: str = ""  # the node's pipeline as Python, from run.json's journal (a seed-loop run has none)
+    folds: str = ""  # its fidelity, "folds scored/folds" ("" when not recorded)
 
     @classmethod
     def from_attempt(cls, attempt: Mapping[str, Any]) -> NodeView:
@@ -155,6 +156,7 @@ class NodeView:
             plan=plan, trick=attempt.get("trick"), notes=tuple(attempt["notes"]),
             error=attempt["error"].strip().splitlines()[-1] if attempt["error"].strip() else "",
             llm=attempt.get("llm"),
+            folds=f"{attempt['folds_scored']}/{attempt['folds']}" if attempt.get("folds") else "",
         )
 
     @property
@@ -264,7 +266,8 @@ def composition(best_spec: Mapping[str, Any] | None, member_ids: tuple[int, ...]
 
 def trick_effects(nodes: list[NodeView], greater_is_better: bool) -> list[dict[str, Any]]:
     """Each node that applied a trick: helped (verified and beat its parent's CV score), hurt (verified and worse),
-    unchanged, failed (not verified), or a draft (no parent to measure it against). `change` is the raw difference
+    unchanged, stopped_early (it trailed the best node on its first folds, so its CV stopped there), failed (not
+    verified), or a draft (no parent to measure it against). `change` is the raw difference
     of the CV scores, `change_words` the same in the metric's direction ("worsened by 0.0014")."""
     by_id = {node.id: node for node in nodes}
     effects = []
@@ -273,7 +276,9 @@ def trick_effects(nodes: list[NodeView], greater_is_better: bool) -> list[dict[s
             continue
         parent = by_id.get(node.parent_id)
         change, change_words = None, "–"
-        if not node.valid or node.cv_score is None:
+        if node.status == "stopped_early":
+            outcome, change_words = "stopped_early", f"trailed the best node after {node.folds} folds"
+        elif not node.valid or node.cv_score is None:
             outcome = "failed"
         elif parent is None:
             outcome = "draft"

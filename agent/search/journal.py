@@ -18,12 +18,14 @@ from agent.engine.spec import SolutionSpec, Step
 from agent.engine.steps import BUILTIN_STEPS, TARGET_OPS
 from agent.engine.trainers import Trainer, default_steps
 from agent.verify.findings import OVER_TIME as OVER_TIME  # a node status too
+from agent.verify.findings import STOPPED_EARLY as STOPPED_EARLY  # a node status too
 from agent.verify.findings import Evidence, Finding, Verdict
 
 DRAFT, IMPROVE, DEBUG = "draft", "improve", "debug"
 VALID, BUGGY, DEAD = "valid", "buggy", "dead"
 # Neither compared with valid nodes nor debugged: a node verified on the exploration sample only (EXPLORED), and
-# a node stopped at its time cap (OVER_TIME, its verdict's failure too: the budget's verdict rather than a bug).
+# a node stopped at its time cap (OVER_TIME, its verdict's failure too: the budget's verdict rather than a bug), and
+# a node stopped after its first folds because it trailed the best there (STOPPED_EARLY: multi-fidelity CV).
 EXPLORED = "explored"
 # The data a node's CV score comes from: every training row, or the exploration sample (agent.search.exploration).
 FULL, SAMPLE = "full", "sample"
@@ -63,7 +65,7 @@ class Node:
     candidate: SolutionCandidate  # with explicit steps
     spec: Mapping[str, Any]  # SolutionSpec.to_dict()
     code: str  # the pipeline's Python source ("" when it cannot be rendered)
-    status: str  # valid / buggy / dead / explored / over_time
+    status: str  # valid / buggy / dead / explored / over_time / stopped_early
     metric: float | None  # mean CV metric in its own units; None when it did not run
     score: float  # greater is better; -inf for a failure
     output: str = ""  # the verifier's reason and notes
@@ -80,6 +82,10 @@ class Node:
     scored_on: str = FULL  # where `metric` comes from: FULL (CV on every training row) or SAMPLE
     scored_rows: int = 0  # the training rows of that CV (0 in journals written before nodes kept it)
     exploration: Exploration | None = None  # its score on the exploration sample, when it was explored first
+    # The CV folds its score is the mean of, of how many the run's CV has (0: not known, or a journal written
+    # before): fewer when multi-fidelity CV stopped it early.
+    folds_scored: int = 0
+    folds: int = 0
     # What the node was judged on, and the verdict whole, as the search made them; the trace lines and the refit's
     # estimates read them. Kept in memory only (None in a journal read back): the fields above are their record.
     evidence: Evidence | None = field(default=None, compare=False, repr=False)
@@ -110,6 +116,8 @@ class Node:
             "failure": self.failure, "findings": [finding.to_dict() for finding in self.findings],
             "scored_on": self.scored_on, "scored_rows": self.scored_rows,
             "exploration": self.exploration.to_dict() if self.exploration is not None else None,
+            "folds_scored": self.folds_scored, "folds": self.folds,
+            "stopped_early": self.status == STOPPED_EARLY,
         }
 
     @classmethod
@@ -127,6 +135,7 @@ class Node:
             findings=tuple(Finding.from_dict(item) for item in data.get("findings") or ()),
             scored_on=data.get("scored_on", FULL), scored_rows=int(data.get("scored_rows") or 0),
             exploration=Exploration.from_dict(data["exploration"]) if data.get("exploration") else None,
+            folds_scored=int(data.get("folds_scored") or 0), folds=int(data.get("folds") or 0),
         )
 
 
@@ -295,6 +304,17 @@ class Journal:
             for ancestor in self.path(start):
                 seen.setdefault(ancestor.id, ancestor)
         return [seen[i] for i in sorted(seen)]
+
+    def throughput(self) -> dict[str, Any]:
+        """How much the search evaluated: nodes (the final combinations aside), the ones verified on every fold of
+        every row, the ones multi-fidelity CV stopped early, and nodes per minute of search."""
+        nodes = [node for node in self._nodes if not node.members]
+        seconds = max((node.started + node.elapsed for node in nodes), default=0.0)
+        full_cv = sum(node.valid and (node.folds == 0 or node.folds_scored == node.folds) for node in nodes)
+        return {"nodes": len(nodes), "verified_full_cv": full_cv,
+                "stopped_early": sum(node.status == STOPPED_EARLY for node in nodes),
+                "search_seconds": round(seconds, 1),
+                "nodes_per_minute": round(len(nodes) / seconds * 60, 2) if seconds > 0 else None}
 
     def tricks_by_source(self) -> dict[str, dict[str, int]]:
         """How many distinct tricks the search applied, and how many won, by source kind (card, write-up,

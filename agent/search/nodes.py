@@ -1,8 +1,8 @@
 """A proposal once evaluated (`Evaluated`), and the journal's node it becomes once verified (`Evaluated.node`).
 
 A node is verified against the trivial baseline on the rows it was scored on. One verified on the exploration sample
-only is EXPLORED, one stopped at its time cap OVER_TIME: neither is compared with the valid nodes nor debugged; a
-failed node is BUGGY until its debug depth reaches the policy's limit, then DEAD.
+only is EXPLORED, one stopped at its time cap OVER_TIME, one stopped after its first folds STOPPED_EARLY: none of them
+is compared with the valid nodes nor debugged; a failed node is BUGGY until its debug depth reaches the policy's limit, then DEAD.
 """
 
 from __future__ import annotations
@@ -16,7 +16,19 @@ from agent.engine.dataset import Dataset
 from agent.engine.spec import SolutionSpec, SpecError
 from agent.evaluator import Evaluator
 from agent.execution.sandbox import error_tail
-from agent.search.journal import BUGGY, DEAD, DEBUG, EXPLORED, FULL, OVER_TIME, SAMPLE, VALID, Exploration, Node
+from agent.search.journal import (
+    BUGGY,
+    DEAD,
+    DEBUG,
+    EXPLORED,
+    FULL,
+    OVER_TIME,
+    SAMPLE,
+    STOPPED_EARLY,
+    VALID,
+    Exploration,
+    Node,
+)
 from agent.verify.findings import Evidence, Verdict
 
 
@@ -42,8 +54,8 @@ class Evaluated:
         debug_depth = parent.debug_depth + 1 if self.action == DEBUG and parent is not None else 0
         if verdict.valid:
             status = VALID if self.scored_on == FULL else EXPLORED
-        elif verdict.failure == OVER_TIME:
-            status = OVER_TIME
+        elif verdict.failure in (OVER_TIME, STOPPED_EARLY):
+            status = verdict.failure
         else:
             status = DEAD if debug_depth >= max_debug_depth else BUGGY
         scored = (f"scored on {evidence.rows} of {rows} training rows (the exploration sample)"
@@ -57,7 +69,8 @@ class Evaluated:
             score=verdict.score, output=output, error=error_tail(evidence.error), trick=self.trick,
             debug_depth=debug_depth, elapsed=evidence.elapsed, started=started, members=self.members,
             failure=verdict.failure, findings=verdict.findings, scored_on=self.scored_on,
-            scored_rows=evidence.rows or rows, exploration=self.exploration, evidence=evidence, verdict=verdict,
+            scored_rows=evidence.rows or rows, exploration=self.exploration, folds_scored=len(evidence.fold_values),
+            folds=evidence.folds or self.spec.validation.n_splits, evidence=evidence, verdict=verdict,
         )
 
 

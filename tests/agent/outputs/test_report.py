@@ -173,19 +173,23 @@ def test_tricks_are_scored_against_their_parents(solved_run):
     children = [attempt for attempt in attempts if attempt["parent_id"] is not None]
     by_id = {attempt["node_id"]: attempt for attempt in attempts}
     better = next(a for a in children if a["cv_score"] > by_id[a["parent_id"]]["cv_score"])
-    worse = next(a for a in children if a["cv_score"] <= by_id[a["parent_id"]]["cv_score"])
+    worse = next(a for a in children if a["cv_score"] <= by_id[a["parent_id"]]["cv_score"] and a["valid"])
     trick = {"id": "tab-x", "title": "A trick", "source": "data/knowledge/x.jsonl", "competition": "Some Comp",
              "op": "target_encoding"}
     failed = {**worse, "node_id": max(by_id) + 1, "valid": False, "cv_score": None, "trick": trick}
-    marked = [{**a, "trick": trick} if a in (better, worse) else a for a in attempts] + [failed]
+    stopped = {**worse, "node_id": max(by_id) + 2, "valid": False, "node_status": "stopped_early", "trick": trick,
+               "folds_scored": 1, "folds": 5}
+    marked = [{**a, "trick": trick} if a in (better, worse) else a for a in attempts] + [failed, stopped]
     effects = {effect["node"].id: effect for effect in trick_effects([NodeView.from_attempt(a) for a in marked], True)}
     assert {node_id: effect["outcome"] for node_id, effect in effects.items()} == {
-        better["node_id"]: "helped", worse["node_id"]: "hurt", failed["node_id"]: "failed"}
+        better["node_id"]: "helped", worse["node_id"]: "hurt", failed["node_id"]: "failed",
+        stopped["node_id"]: "stopped_early"}
+    assert effects[stopped["node_id"]]["change_words"] == "trailed the best node after 1/5 folds"
     assert effects[better["node_id"]]["change"] == pytest.approx(
         better["cv_score"] - by_id[better["parent_id"]]["cv_score"])
     assert effects[better["node_id"]]["origin"] == "Some Comp"
     page = render_report(run, marked)
-    assert 'id="tricks"' in page and page.count("tab-x &#39;A trick&#39;") == 3  # the journal names each once
+    assert 'id="tricks"' in page and page.count("tab-x &#39;A trick&#39;") == 4  # the journal names each once
     assert f"<td>{effects[better['node_id']]['change_words']}</td>" in page and "improved by" in page
 
 

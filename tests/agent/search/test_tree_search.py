@@ -305,7 +305,8 @@ def test_the_search_tells_a_wrapped_proposer_its_deadline_and_every_node(attriti
     _, profile, dataset = attrition
     proposer = _Watched()
     started = time.monotonic()
-    result = TreeSearch(proposer, SearchSettings(num_drafts=2, steps=3, time_budget=120), cv=3).run(profile, dataset)
+    settings = SolveSettings(SearchSettings(num_drafts=2, steps=3, time_budget=120), cv=3)
+    result = TreeSearch(proposer, profile, dataset, settings).run()
     assert proposer.observed == [node.id for node in result.journal]  # blends included
     assert proposer.deadlines and all(started < deadline <= started + 120 for deadline in proposer.deadlines)
     assert list(proposer.chain()) == [proposer, proposer.inner] and proposer.find(BuiltinTreeProposer) is proposer.inner
