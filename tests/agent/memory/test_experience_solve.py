@@ -148,3 +148,21 @@ def test_the_portfolio_leaves_out_what_this_search_cannot_use_and_says_so(home, 
     assert (f"the portfolio left out {model} configuration {first.config} (its CV took {result.seconds:.1f} s on "
             f"{result.rows:,} rows of {nearest}, about ") in proposal.plan
     assert "over the 0.0 s a node may take" in proposal.plan
+
+
+def test_several_packs_take_turns_and_each_configuration_drafts_once(home, tasks, tmp_path):
+    [(path, pack)] = packs_in_use(home[0])
+    credit = TaskSignature.of(profile_task(tasks["credit"].task_dir))
+    # A second pack, of one pool task whose only configuration is extra trees; and the first pack again, renamed.
+    run = {"task": {"name": "trees"}, "metric": "roc_auc", "baseline": 0.5, "journal": {"nodes": [
+        {"status": "valid", "members": [], "score": 0.75, "elapsed": 1.0, "scored_rows": 300,
+         "spec": {"steps": [], "model": {"name": "extra_trees", "params": {}}, "target_transform": None}}]}}
+    trees = build_pack([(run, credit)], [], [], HEADER)
+    [trees_config] = trees.portfolios["classification"]
+    in_use = [(path, pack), (write_pack(trees, tmp_path / "trees.json"), trees),
+              (write_pack(pack, tmp_path / "again.json"), pack)]
+    own = pack.portfolio_for(credit, path.name)
+    drafts = portfolio_drafts(in_use, credit)
+    assert [(draft.pack, draft.config) for draft in drafts] == \
+        [(path.name, own[0].config), ("trees.json", trees_config), *((path.name, d.config) for d in own[1:])]
+    assert portfolio_drafts([], credit) == []
