@@ -65,6 +65,9 @@ class SolveSettings:
     # The tree search's policy, steps, time budget and seed (the seed loop reads steps as reflection rounds).
     search: SearchSettings = field(default_factory=SearchSettings)
     use_kb: bool = False
+    # The experience packs in use (the bundled one and those a user added, agent.memory.experience): the portfolio
+    # drafts first, retrieved tricks in the order of their measured effect. Off, or with no pack, a run is as without.
+    experience: bool = True
     cv: int = 5
     patience: int = 3  # the seed loop only (a CandidateProposer passed to solve_task); the tree search runs its steps
     candidate_time_limit: float = DEFAULT_CANDIDATE_TIME_LIMIT

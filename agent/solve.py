@@ -2,8 +2,9 @@
 
 Orchestration only. The search is agent.search's tree search (AutoMind section 3.2), with the built-in
 proposer, or with the knowledge proposer (agent.knowledge) when `use_kb` is set; with `llm` (a model id), the LLM
-proposer (agent.llm) asks that model for each step and falls back on the other. Passing a seed-loop
-`CandidateProposer` runs the seed loop (agent.seedloop) instead. The run folder is agent.outputs'.
+proposer (agent.llm) asks that model for each step and falls back on the other. With `experience` (on by default),
+the experience packs in use (agent.memory.experience) draft first and order the retrieved tricks. Passing a
+seed-loop `CandidateProposer` runs the seed loop (agent.seedloop) instead. The run folder is agent.outputs'.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ from agent.execution.sandbox import Limits, error_tail
 from agent.knowledge.proposer import KnowledgeTreeProposer
 from agent.llm.coder import FreeCoder
 from agent.llm.proposer import LLMProposer
+from agent.memory.experience import PACK_VERSION, ExperiencePack, effects_near, packs_in_use, portfolio_drafts
+from agent.memory.portfolio_proposer import PortfolioProposer
 from agent.memory.recorder import MemorySession
+from agent.memory.records import TaskSignature
 from agent.memory.store import MemoryStore
 from agent.outputs.report import write_report
 from agent.outputs.run_folder import (
@@ -122,18 +126,28 @@ def solve_task(
     chroma_url: str | None = None,
 ) -> SolveResult:
     """Solve the task into `out_dir`. With `settings.use_kb`, the knowledge base is `kb` or the one in `kb_home`.
+    With `settings.experience`, the experience packs in use (the bundled one and those added to `kb_home`) draft
+    first (agent.memory.portfolio_proposer) and order the retrieved tricks by their measured effect.
     With `memory`, the case library moves the tree search (agent.memory.proposer) and keeps a memory of each node
     as it finishes and of the run; the task's own memories are left out unless `reuse_own_memory`."""
     started = time.time()
     clock = BudgetClock.starting(settings.search)  # the whole solve's budget: set-up and outputs included
     sandbox.warm_up()  # the candidates' worker imports its libraries while the task is read
     seed_loop = proposer is not None and isinstance(proposer, CandidateProposer)
+    # an experience pack that cannot be read stops the solve here, before anything is written (PackError)
+    packs = packs_in_use(resolve_home(kb_home)) if settings.experience and not seed_loop else []
+    signature = TaskSignature.of(profile)
+    knowledge = None
     if proposer is None and settings.use_kb:
         base = open_knowledge(kb_home, kb, chroma_url)
-        proposer = KnowledgeTreeProposer(base, trick_prob=settings.search.trick_prob,
-                                         families=settings.models or DRAFT_FAMILIES)
+        proposer = knowledge = KnowledgeTreeProposer(
+            base, trick_prob=settings.search.trick_prob, families=settings.models or DRAFT_FAMILIES,
+            trick_effects=effects_near([pack for _, pack in packs], signature) if packs else None)
     elif proposer is None:
         proposer = BuiltinTreeProposer(families=settings.models or DRAFT_FAMILIES)
+    portfolio = PortfolioProposer(proposer, portfolio_drafts(packs, signature), families=settings.models,
+                                  node_seconds=clock.node_seconds) if packs else None
+    proposer = portfolio if portfolio is not None else proposer
     session = MemorySession(memory, profile, proposer, reuse_own=reuse_own_memory, node_seconds=clock.node_seconds) \
         if memory is not None and not seed_loop else None
     proposer = session.proposer if session is not None else proposer
@@ -238,7 +252,8 @@ def solve_task(
     write_run_record(out_dir, {**record, "final_fit": final_fit.to_dict() if final_fit is not None else None,
                                "submission": anytime.record(), "error": failure or None,
                                "model": read_model_record(out_dir) if model_path is not None else None,
-                               "screening": screening.to_dict() if screening is not None else None})
+                               "screening": screening.to_dict() if screening is not None else None,
+                               "experience": _experience_record(packs, portfolio, knowledge)})
     return SolveResult(out_dir, run, submission_path, solution_path, write_report(out_dir), tuple(notes), journal)
 
 
@@ -290,6 +305,18 @@ def _throughput_words(throughput: dict[str, Any]) -> str:
     return (f"; {throughput['nodes']} nodes in {throughput['search_seconds']:.0f} s of search"
             + (f" ({per_minute:.1f} a minute)" if per_minute is not None else "")
             + f", {throughput['verified_full_cv']} verified on every fold, {throughput['stopped_early']} stopped early")
+
+
+def _experience_record(packs: list[tuple[Path, ExperiencePack]], portfolio: PortfolioProposer | None,
+                       knowledge: KnowledgeTreeProposer | None) -> dict[str, Any] | None:
+    """run.json's `experience`: the packs the solve used and what came from them; None when it used none."""
+    if not packs:
+        return None
+    return {"packs": [{"file": str(path), "version": PACK_VERSION, "commit": pack.header.commit,
+                       "date": pack.header.date, "tasks": len(pack.tasks)} for path, pack in packs],
+            "portfolio_drafts": portfolio.proposed if portfolio is not None else 0,
+            "measured_tricks": knowledge.measured_tricks if knowledge is not None else 0,
+            "reordered_tricks": knowledge.reordered_tricks if knowledge is not None else 0}
 
 
 def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset, run: EngineeringRun,

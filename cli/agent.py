@@ -42,6 +42,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from agent.engine.dataset import DatasetError
     from agent.engine.spec import SpecError
     from agent.execution.executors import ExecutorError
+    from agent.memory.experience import PackError
     from agent.outputs.report import RunDirError
     from agent.outputs.run_folder import RunFolderError
     from agent.solve import BudgetTooSmall, KnowledgeBaseMissing
@@ -49,7 +50,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from retrieval.profile import TaskSetupError
 
     return (TaskSetupError, DatasetError, SpecError, RunDirError, RunFolderError, NotRenderableError,
-            KnowledgeBaseMissing, BudgetTooSmall, ExecutorError, ChromaServerError)
+            KnowledgeBaseMissing, BudgetTooSmall, ExecutorError, ChromaServerError, PackError)
 
 
 def _fail(error: Exception) -> None:
@@ -78,6 +79,10 @@ def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
 @click.option("--use-kb", is_flag=True,
               help="Let the knowledge base at --home guide the tree search: drafts composed from retrieved tricks, "
                    "improvements that apply one trick at a time. Without it the search uses built-in changes only.")
+@click.option("--no-experience", is_flag=True,
+              help="Leave out the experience packs (the bundled one and those `agent experience use` added at --home): "
+                   "by default their portfolio gives the first drafts and their measured effects order the retrieved "
+                   "tricks.")
 @click.option("--memory/--no-memory", "use_memory", default=False, show_default=True,
               help="Let the case library at --home move the search (drafts from similar solved tasks' best specs, "
                    "tricks ranked by their measured effect, remembered repairs) and remember this run's nodes and "
@@ -131,7 +136,7 @@ def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
               help="Show the candidates' own warnings and library output (scikit-learn, pandas, XGBoost, LightGBM); "
                    "hidden by default.")
 @click.pass_context
-def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, use_memory, reuse_own_memory, llm,
+def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, no_experience, use_memory, reuse_own_memory, llm,
           llm_budget_usd, allow_unisolated_code, time_budget, steps, num_drafts, models, seed, cv, executor, ray_address,
           workers, save_fold_models, out, as_json, quiet, verbose):
     """Solve the competition task in TASK_DIR (train.csv, test.csv, description.md, sample_submission.csv).
@@ -166,7 +171,7 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, use_
         click.echo(_describe_setup(profile, ctx.obj["home"] if use_kb else None, llm, llm_budget_usd,
                                    allow_unisolated_code))
     settings = SolveSettings(SearchSettings(num_drafts=num_drafts, steps=steps, time_budget=time_budget, seed=seed),
-                             use_kb=use_kb, cv=cv, llm=llm, llm_budget_usd=llm_budget_usd,
+                             use_kb=use_kb, experience=not no_experience, cv=cv, llm=llm, llm_budget_usd=llm_budget_usd,
                              allow_unisolated_code=allow_unisolated_code, executor=executor,
                              ray_address=ray_address, workers=workers, models=families,
                              save_fold_models=save_fold_models)

@@ -129,6 +129,8 @@ def curriculum_command(ctx, tasks_dir, out, a, b, r, as_json):
               help="Output folder: one run folder per task, pool.json and pool.html (default: runs/<TASKS_DIR>-pool). "
                    "Running again with the same folder resumes.")
 @click.option("--use-kb", is_flag=True, help="Let the knowledge base at --home guide each task's search.")
+@click.option("--no-experience", is_flag=True,
+              help="Leave out the experience packs (the bundled one and the ones added at --home) in every task's search.")
 @click.option("--curriculum", "use_curriculum", is_flag=True,
               help="Take the tasks in the curriculum's order (equation 7, recomputed after every task); "
                    "without it, in a random order fixed by --seed.")
@@ -154,7 +156,7 @@ def curriculum_command(ctx, tasks_dir, out, a, b, r, as_json):
 @click.option("--quiet", is_flag=True, help="No line per round.")
 @click.option("--verbose", is_flag=True, help="Show the candidates' own warnings and library output.")
 @click.pass_context
-def solve_all_command(ctx, tasks_dir, out, use_kb, use_curriculum, no_memory, time_budget_per_task, steps,
+def solve_all_command(ctx, tasks_dir, out, use_kb, no_experience, use_curriculum, no_memory, time_budget_per_task, steps,
                       num_drafts, seed, cv, redo, max_attempts, a, b, r, as_json, quiet, verbose):
     """Solve every task folder in TASKS_DIR, one per round, and write pool.html.
 
@@ -163,6 +165,7 @@ def solve_all_command(ctx, tasks_dir, out, use_kb, use_curriculum, no_memory, ti
     without a submission.
     """
     from agent.execution.sandbox import verbose_candidates
+    from agent.memory.experience import PackError, packs_in_use
     from agent.settings import SearchSettings, SolveSettings
     from agent.solve import KnowledgeBaseMissing, open_knowledge
     from curriculum import CurriculumSettings, PoolError, PoolSettings, solve_pool
@@ -173,7 +176,7 @@ def solve_all_command(ctx, tasks_dir, out, use_kb, use_curriculum, no_memory, ti
     out = out or Path("runs") / f"{tasks_dir.resolve().name}-pool"
     settings = PoolSettings(
         SolveSettings(SearchSettings(num_drafts=num_drafts, steps=steps, time_budget=time_budget_per_task,
-                                     seed=seed), use_kb=use_kb, cv=cv),
+                                     seed=seed), use_kb=use_kb, experience=not no_experience, cv=cv),
         curriculum=use_curriculum, use_memory=not no_memory, redo=redo, seed=seed,
         rule=CurriculumSettings(a, b, r), max_attempts=max_attempts)
     talk = not (quiet or as_json)
@@ -194,11 +197,13 @@ def solve_all_command(ctx, tasks_dir, out, use_kb, use_curriculum, no_memory, ti
 
     try:
         kb = open_knowledge(home, chroma_url=ctx.obj.get("chroma_url")) if use_kb else None
+        if not no_experience:  # a pack that cannot be read stops the pool before any task starts
+            packs_in_use(home)
         memory = None if no_memory else memory_store(ctx)
         with verbose_candidates(verbose):
-            result = solve_pool(tasks_dir, out, settings, memory=memory, kb=kb,
+            result = solve_pool(tasks_dir, out, settings, memory=memory, kb=kb, kb_home=home,
                                 on_round_start=started if talk else None, on_round=ended if talk else None)
-    except (PoolError, KnowledgeBaseMissing) as error:
+    except (PoolError, KnowledgeBaseMissing, PackError) as error:
         raise CasebookError(str(error)) from error
     unsolved = sorted(task.name for task in result.pool.tasks if not finished(out / task.name))
     if as_json:

@@ -54,7 +54,8 @@ def build_experience(tasks_dir: str | Path, pack_path: str | Path, settings: Poo
     """Solve the pool in `tasks_dir` (curriculum on, its own case library), then write its pack to `pack_path`."""
     pack_path = Path(pack_path)
     work = work_dir or work_folder(pack_path)
-    settings = replace(settings, curriculum=True, use_memory=True)
+    # Without the packs in use: a pack measures the pool's own searches, not another pack's portfolio replayed on them.
+    settings = replace(settings, curriculum=True, use_memory=True, solve=replace(settings.solve, experience=False))
     with MemoryStore(work / POOL_MEMORY, embedder=embedder) as store:
         solve_pool(tasks_dir, work, settings, memory=store, on_round=on_round)
     header = PackHeader(command, casebook_commit(), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

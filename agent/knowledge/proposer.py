@@ -3,7 +3,8 @@
 It drafts each model family with the retrieved tricks its columns and metric need (free text, dates,
 composite ids; the loss the metric rewards), and improves a node with exactly one retrieved trick not yet
 used on its branch (with probability `trick_prob`), else with a built-in change. Tricks run through the
-recipe catalogue (agent.knowledge.recipes); retrieved solution write-ups, papers and cards alike.
+recipe catalogue (agent.knowledge.recipes); retrieved solution write-ups, papers and cards alike. With the experience
+packs' measured effects (`trick_effects`), the retrieved tricks are taken in their order (help first, harm last).
 
 Ensembling and tuning are the engine's, with or without knowledge: every search ends with the final combination
 (agent.search.tree), and the built-in proposer's Optuna study (agent.search.tuning) tunes a GBDT or forest node
@@ -22,9 +23,11 @@ from typing import Any
 
 from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.trainers import Trainer, trainers_of
+from agent.memory.experience import order_by_effect
 from agent.memory.proposer import TrickAdvice
 from agent.search.builtin import (
     DRAFT_FAMILIES,
+    TEXT_OPS,
     BuiltinTreeProposer,
     describe_score,
     drafted_families,
@@ -48,7 +51,6 @@ TUNE_OP = "optuna_search"  # a tuning trick: the built-in Optuna study (agent.se
 # log loss 0.600 against 0.455 at defaults; churn: HistGradientBoosting with early stopping 0.198 against 0.168).
 NEEDED_OPS = ("tfidf_text", "tfidf_svd", "text_stats", "split_composite_string", "datetime_parts",
               "cyclical_encoding", "loss_for_metric")
-TEXT_OPS = ("tfidf_text", "tfidf_svd")  # a draft with neither gets the built-in drafts' text features
 # Monotone transforms of the features, which leave a tree's splits (so its predictions) unchanged.
 TREE_INVARIANT_OPS = ("standard_scale", "quantile_transform", "log_features")
 
@@ -68,7 +70,8 @@ class KnowledgeTreeProposer(TreeProposer):
     """Drafts and improvements composed from the tricks retrieved for the task (see the module docstring)."""
 
     def __init__(self, kb, trainers: Mapping[str, Trainer] | None = None, *, trick_prob: float = 0.5, k: int = 40,
-                 retrieved: Sequence[Any] | None = None, families: Sequence[str] = DRAFT_FAMILIES):
+                 retrieved: Sequence[Any] | None = None, families: Sequence[str] = DRAFT_FAMILIES,
+                 trick_effects: Mapping[str, float] | None = None):
         from agent.knowledge import (
             recipes,  # the executable recipe catalogue; imported here, when knowledge is asked for
         )
@@ -81,6 +84,11 @@ class KnowledgeTreeProposer(TreeProposer):
         self.k = k
         self._retrieved = list(retrieved) if retrieved is not None else None
         self.advice: TrickAdvice | None = None  # the case library's measured effects of tricks (use_memory)
+        # Each trick op's mean gain on the experience packs' nearest pool tasks (agent.memory.experience.effects_near),
+        # None without a pack; and how many retrieved tricks it measured and moved (run.json's experience record).
+        self.trick_effects = trick_effects
+        self.measured_tricks = 0
+        self.reordered_tricks = 0
         self._options: list[_Option] | None = None
         self._reading: Future[list[_Option]] | None = None
 
@@ -96,7 +104,15 @@ class KnowledgeTreeProposer(TreeProposer):
             from retrieval.retriever import retrieve
 
             self._retrieved = retrieve(profile, k=self.k, kb=self.kb, executable=True)
-        return self._executable(profile, self._retrieved)
+        options = self._executable(profile, self._retrieved)
+        if self.trick_effects is None:
+            return options
+        # Experience's order: tricks that helped on similar pool tasks first, untried ones in retrieval order, the
+        # ones that hurt last; the improve step's own keys (needed ops, the case library's advice) still come first.
+        ordered = order_by_effect(options, lambda option: option.recipe.op, self.trick_effects)
+        self.measured_tricks = sum(option.recipe.op in self.trick_effects for option in options)
+        self.reordered_tricks = sum(before is not after for before, after in zip(options, ordered, strict=True))
+        return ordered
 
     def use_memory(self, advice: TrickAdvice) -> None:
         """Rank tricks by their measured effect on similar tasks (agent.memory): help first, harm last or skipped."""

@@ -8,7 +8,10 @@
 - `recall`: how a recall is scored (similar tasks ranked, effects weighted by similarity, repaired errors);
 - `store`: `MemoryStore`, the sqlite tables and the chromadb collection of task embeddings, crash-safe;
 - `recorder`: one solve's link to the library (`MemorySession`: the recall, a memory per node, the run's outcome);
-- `proposer`: `MemoryTreeProposer`, the memories at work in the tree search.
+- `proposer`: `MemoryTreeProposer`, the memories at work in the tree search;
+- `experience`: experience packs (`ExperiencePack`, read, built and added to a home; `packs_in_use`, the portfolio's
+  drafts for a task and the measured effects of tricks near it), `portfolio`: the greedy portfolio and its order,
+  `portfolio_proposer`: `PortfolioProposer`, a task's first drafts from the packs' portfolio.
 
 How `agent memory ...` lists what the library holds is cli/memory.py.
 """

@@ -109,16 +109,30 @@ class PackHeader:
 
 
 @dataclass(frozen=True)
+class PortfolioDraft:
+    """One portfolio configuration offered as a new task's draft (agent.memory.portfolio_proposer)."""
+
+    pack: str  # the pack's file name
+    config: str
+    spec: Mapping[str, Any]  # as the nearest pool task that measured it ran it
+    measured: tuple[tuple[str, ConfigResult], ...]  # (pool task, its result there), nearest to the new task first
+
+    def seconds_for(self, rows: int) -> float | None:
+        """Its CV time on the nearest pool task that measured it, scaled to `rows` training rows (linearly, as the
+        case library scales a remembered spec's); None when that time was not recorded."""
+        result = self.measured[0][1]
+        if result.seconds <= 0 or result.rows <= 0:
+            return None
+        return result.seconds * rows / result.rows
+
+
+@dataclass(frozen=True)
 class ExperiencePack:
     header: PackHeader
     tasks: tuple[PoolTaskResult, ...]
     library_tasks: tuple[TaskMemory, ...]  # the pool's case library: its tasks ...
     memories: tuple[Memory, ...]  # ... and its memories
     portfolios: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # task kind -> configurations
-
-    def specs(self) -> dict[str, Mapping[str, Any]]:
-        """Every configuration's spec, by config key."""
-        return {result.config: result.spec for task in self.tasks for result in task.configs}
 
     def errors(self, kind: str) -> dict[str, dict[str, float]]:
         """task -> configuration -> normalised error, over the pool tasks of one kind."""
@@ -130,12 +144,18 @@ class ExperiencePack:
         vectors = {task.name: task.vector for task in self.tasks if task.kind == kind}
         return nearest(profile_vector(signature), vectors, k)
 
-    def portfolio_for(self, signature: TaskSignature) -> list[Mapping[str, Any]]:
-        """The portfolio's specs for a new task, the ones best on its nearest pool tasks first."""
+    def portfolio_for(self, signature: TaskSignature, source: str) -> list[PortfolioDraft]:
+        """The portfolio as drafts for a new task, the configurations best on its nearest pool tasks first; each
+        with the pool tasks that measured it, nearest first. `source` names the pack in the drafts' plans."""
         kind = task_kind(signature.task_type)
-        specs = self.specs()
-        ordered = order_for(self.portfolios.get(kind, ()), self.errors(kind), self.neighbours(signature))
-        return [specs[config] for config in ordered]
+        by_distance = self.neighbours(signature, k=len(self.tasks))
+        results = {task.name: {result.config: result for result in task.configs} for task in self.tasks}
+        ordered = order_for(self.portfolios.get(kind, ()), self.errors(kind), by_distance[:NEIGHBOURS])
+        drafts = []
+        for config in ordered:
+            measured = tuple((name, results[name][config]) for name in by_distance if config in results[name])
+            drafts.append(PortfolioDraft(source, config, measured[0][1].spec, measured))
+        return drafts
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": PACK_FORMAT, "version": PACK_VERSION, "header": self.header.to_dict(),
@@ -258,6 +278,19 @@ def packs_in_use(home: str | Path, *, bundled: bool = True) -> list[tuple[Path, 
     """The bundled pack (unless `bundled` is off) and the home's own, each with its file."""
     paths = [*([found] if bundled and (found := bundled_pack_path()) else []), *user_pack_paths(home)]
     return [(path, read_pack(path)) for path in paths]
+
+
+def portfolio_drafts(packs: Sequence[tuple[Path, ExperiencePack]], signature: TaskSignature) -> list[PortfolioDraft]:
+    """The portfolios of the packs in use for a task, taken in turn (each pack's best for it first), each
+    configuration once."""
+    queues = [pack.portfolio_for(signature, path.name) for path, pack in packs]
+    drafts, seen = [], set()
+    for position in range(max((len(queue) for queue in queues), default=0)):
+        for queue in queues:
+            if position < len(queue) and queue[position].config not in seen:
+                seen.add(queue[position].config)
+                drafts.append(queue[position])
+    return drafts
 
 
 def effects_near(packs: Sequence[ExperiencePack], signature: TaskSignature) -> dict[str, float]:

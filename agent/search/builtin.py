@@ -37,6 +37,7 @@ from retrieval.profile import TaskProfile
 # GBDT that stops early) before any forest; then AutoGluon's order of priority (LightGBM, random forest, CatBoost,
 # extra trees and XGBoost after), with scikit-learn's histogram GBDT, LightGBM's near twin, among the late ones.
 DRAFT_FAMILIES = ("linear", "lightgbm", "random_forest", "catboost", "hist_gradient_boosting", "xgboost", "extra_trees")
+TEXT_OPS = ("tfidf_text", "tfidf_svd")  # a draft made elsewhere with neither gets the built-in drafts' text features
 
 
 def log_target_fits(profile: TaskProfile) -> bool:

@@ -72,9 +72,14 @@ def test_the_portfolio_is_chosen_per_task_kind_and_ordered_for_a_new_task(pool, 
     pack = build_pack(runs, library_tasks, memories, HEADER)
     assert pack.portfolios["classification"] and pack.portfolios["regression"]
     churn = TaskSignature.of(profile_task(tasks["churn"].task_dir))
-    specs = pack.portfolio_for(churn)
-    classification = {c.config: c.spec for c in pack.tasks[0].configs}
-    assert specs and all(spec in classification.values() for spec in specs)
+    drafts = pack.portfolio_for(churn, "pack.json")
+    classification = {c.config: c for c in pack.tasks[0].configs}
+    assert sorted(draft.config for draft in drafts) == sorted(pack.portfolios["classification"])
+    errors = [classification[draft.config].error for draft in drafts]
+    assert errors == sorted(errors)  # the best on the nearest pool task (attrition) first
+    for draft in drafts:  # each with the pool task that measured it and its result there
+        assert draft.pack == "pack.json" and draft.measured == (("attrition", classification[draft.config]),)
+        assert draft.spec == classification[draft.config].spec
     assert pack.neighbours(churn) == ["attrition"]  # the only pool task of its kind
 
 

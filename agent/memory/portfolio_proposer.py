@@ -1,0 +1,103 @@
+"""The experience packs' portfolio at work in the tree search (`PortfolioProposer`, a WrappingProposer).
+
+A new task's first drafts are the portfolio's configurations for its signature (agent.memory.experience.
+portfolio_drafts: the ones best on the nearest pool tasks first, the packs taken in turn), each fitted to this
+task's columns as a remembered spec is (agent.memory.proposer.fit_to_task), with the built-in drafts' text features
+when the task has free text and the configuration none. One is left out when its model is not available or not
+among `families` (--models), when its spec names a step, model or target transform this casebook does not know, when
+it is already in the journal, or when its CV time on the nearest pool task that measured it, scaled to this table's
+rows, exceeds a node's time cap; the next draft's plan names the ones left out for a reason other than a duplicate.
+Once the portfolio is used up, the inner proposer drafts as before; improvements and repairs are always its.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import replace
+
+from agent.candidate import SolutionCandidate
+from agent.engine.spec import SolutionSpec, SpecError
+from agent.engine.steps import step_op, target_op
+from agent.memory.experience import PortfolioDraft
+from agent.memory.proposer import fit_to_task
+from agent.search.builtin import TEXT_OPS, with_text_features
+from agent.search.journal import Journal, candidate_key
+from agent.search.protocols import Proposal, TreeProposer, WrappingProposer
+from retrieval.profile import TaskProfile
+
+MEASURED_NAMED = 3  # pool tasks a plan names for a configuration
+
+
+class PortfolioProposer(WrappingProposer):
+    """Drafts from the experience packs' portfolio first (see the module docstring), then `inner`'s."""
+
+    def __init__(self, inner: TreeProposer, drafts: Sequence[PortfolioDraft], *,
+                 families: Sequence[str] | None = None, node_seconds: float | None = None):
+        super().__init__(inner)
+        self.families = tuple(families) if families is not None else None  # None: every available model
+        self.node_seconds = node_seconds  # the longest a node may take in this search (None: no budget)
+        self.portfolio = tuple(drafts)
+        self._waiting = list(drafts)  # not yet proposed nor left out
+        self._left_out: list[str] = []  # why, not yet named in a plan
+        self.proposed = 0  # portfolio drafts proposed (run.json's experience record)
+
+    def draft(self, profile: TaskProfile, journal: Journal, rng: random.Random) -> Proposal | None:
+        if not journal.draft_nodes:
+            self.inner.start_reading(profile)  # overlaps the first portfolio draft, as it would the inner's
+        while self._waiting:
+            proposal = self._portfolio_draft(self._waiting.pop(0), profile, journal)
+            if proposal is not None:
+                self.proposed += 1
+                return self._naming_left_out(proposal)
+        proposal = super().draft(profile, journal, rng)
+        return self._naming_left_out(proposal) if proposal is not None else None
+
+    def _naming_left_out(self, proposal: Proposal) -> Proposal:
+        if not self._left_out:
+            return proposal
+        plan = f"{proposal.plan}; the portfolio left out {'; '.join(self._left_out)}"
+        self._left_out = []
+        return replace(proposal, plan=plan)
+
+    def _portfolio_draft(self, draft: PortfolioDraft, profile: TaskProfile, journal: Journal) -> Proposal | None:
+        try:
+            spec = SolutionSpec.from_dict(draft.spec)
+            for step in spec.steps:  # the lookups compile_spec makes: a spec this casebook cannot build is no draft
+                step_op(step.op)
+            if spec.target_transform is not None:
+                target_op(spec.target_transform.op)
+        except SpecError as error:
+            self._left_out.append(f"configuration {draft.config} ({error})")
+            return None
+        trainer = spec.model.name
+        if trainer not in self.trainers or (self.families is not None and trainer not in self.families):
+            why = "not available here" if trainer not in self.trainers else "not among --models"
+            self._left_out.append(f"{trainer} configuration {draft.config} ({why})")
+            return None
+        candidate, dropped = fit_to_task(
+            SolutionCandidate(trainer, dict(spec.model.params), "", spec.steps, spec.target_transform), profile)
+        text_note = ""
+        if not {step.op for step in candidate.steps or ()} & set(TEXT_OPS):
+            candidate, text_note = with_text_features(candidate, profile)
+        if journal.has(candidate_key(candidate, self.trainers), self.trainers):
+            return None
+        nearest_task, nearest_result = draft.measured[0]
+        seconds = draft.seconds_for(profile.n_rows)
+        if self.node_seconds is not None and seconds is not None and seconds > self.node_seconds:
+            self._left_out.append(
+                f"{trainer} configuration {draft.config} (its CV took {nearest_result.seconds:.1f} s on "
+                f"{nearest_result.rows:,} rows of {nearest_task}, about {seconds:.1f} s here, over the "
+                f"{self.node_seconds:.1f} s a node may take)")
+            return None
+        position = self.portfolio.index(draft) + 1
+        params = ", ".join(f"{name}={value}" for name, value in candidate.params.items())
+        ops = ", ".join(step.op for step in candidate.steps or ()) or "no preprocessing"
+        measured = ", ".join(f"{name} (normalised error {result.error:.2f})"
+                             for name, result in draft.measured[:MEASURED_NAMED])
+        more = f" and {len(draft.measured) - MEASURED_NAMED} more" if len(draft.measured) > MEASURED_NAMED else ""
+        note = f"; dropped {', '.join(dropped)}" if dropped else ""
+        return Proposal(candidate, (
+            f"draft: portfolio draft {position} of {len(self.portfolio)} from experience pack {draft.pack} "
+            f"(configuration {draft.config}), measured on pool tasks {measured}{more}: {trainer}"
+            f"{f' ({params})' if params else ''} with {ops}{text_note}{note}"))

@@ -1,0 +1,168 @@
+"""Experience packs in `agent solve`: a pack built from two real solves, added to a home, gives a third related task
+its first drafts (the portfolio's configurations, in the pack's order for it) and orders its retrieved tricks;
+run.json says which pack and what came from it. Off (or with no pack), the drafts are today's and run.json says
+null; a file in the home that is not a pack stops the solve with one line before the search."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agent.memory.experience import PackHeader, add_pack, build_pack, packs_in_use, portfolio_drafts, write_pack
+from agent.memory.portfolio_proposer import PortfolioProposer
+from agent.memory.records import TaskSignature
+from agent.memory.store import MemoryStore
+from agent.search.builtin import DRAFT_FAMILIES, BuiltinTreeProposer
+from agent.search.journal import DRAFT, VALID, Journal, Node
+from agent.solve import solve_task
+from cli.agent import main as agent
+from retrieval.profile import profile_task
+from tests.agent.memory.conftest import SHORT
+from tests.conftest import KNOWLEDGE
+
+HEADER = PackHeader("agent experience build (test)", "test", "2026-11-25T00:00:00Z", "tests", 0.0)
+# The pool's solves and the new task's: with the bundled cards, every improvement a trick (so the pool measures
+# tricks), three drafts.
+WITH_KB = replace(SHORT, search=replace(SHORT.search, num_drafts=3, trick_prob=1.0), use_kb=True)
+
+
+@pytest.fixture(scope="module")
+def home(tasks, tmp_path_factory, embedder):
+    """A home with a knowledge base of the bundled tabular cards and a pack built from real solves of attrition and
+    churn (the pool's own case library apart)."""
+    from ingest import ingest
+    from kb.store import KnowledgeBase
+
+    root = tmp_path_factory.mktemp("experience_home")
+    base = KnowledgeBase(root / "home", embedder=embedder)
+    assert ingest([str(path) for path in sorted(KNOWLEDGE.glob("tabular_*.jsonl"))], base).ok
+    store = MemoryStore(root / "pool-memory", embedder=embedder)
+    runs = []
+    # Churn solved with tree models only, so that the pool's best configurations differ (at 500 rows a linear model
+    # wins both) and the portfolio holds more than one.
+    for name, models in (("attrition", None), ("churn", ("lightgbm", "random_forest"))):
+        profile = profile_task(tasks[name].task_dir)
+        result = solve_task(profile, replace(WITH_KB, models=models), root / "pool" / name, kb=base, memory=store)
+        runs.append((json.loads((result.out_dir / "run.json").read_text()), TaskSignature.of(profile)))
+    pack = build_pack(runs, store.tasks(), store.list(), HEADER)
+    assert len(pack.portfolios["classification"]) >= 2
+    add_pack(root / "home", write_pack(pack, root / "pool.json"))
+    return root / "home", base
+
+
+def drafts_of(run: dict) -> list[dict]:
+    return sorted((node for node in run["journal"]["nodes"] if node["action"] == "draft"), key=lambda n: n["id"])
+
+
+def test_a_new_task_drafts_the_portfolio_first_and_run_json_names_the_pack(home, tasks, tmp_path):
+    home_dir, base = home
+    credit = profile_task(tasks["credit"].task_dir)
+    [(path, pack)] = packs_in_use(home_dir)
+    portfolio = portfolio_drafts([(path, pack)], TaskSignature.of(credit))
+    assert len(portfolio) >= 2 and [draft.config for draft in portfolio] == \
+        [draft.config for draft in pack.portfolio_for(TaskSignature.of(credit), path.name)]
+
+    result = solve_task(credit, WITH_KB, tmp_path / "credit", kb=base, kb_home=home_dir)
+    run = json.loads((result.out_dir / "run.json").read_text())
+    drafts = drafts_of(run)
+    first = min(WITH_KB.search.num_drafts, len(portfolio))
+    for position, (node, draft) in enumerate(zip(drafts[:first], portfolio, strict=False), start=1):
+        assert node["spec"]["model"] == draft.spec["model"]  # the configuration's model and parameters, in order
+        assert node["plan"].startswith(f"draft: portfolio draft {position} of {len(portfolio)} from experience pack "
+                                       f"pool.json (configuration {draft.config}), measured on pool tasks ")
+        assert draft.measured[0][0] in node["plan"]  # the nearest pool task that measured it
+    from_portfolio = [node for node in run["journal"]["nodes"] if "portfolio draft" in node["plan"]]
+    assert from_portfolio == drafts[:len(from_portfolio)]  # the first drafts, and only drafts
+
+    record = run["experience"]
+    assert [entry["file"] for entry in record["packs"]] == [str(path)]
+    assert record["packs"][0]["version"] == 1 and record["packs"][0]["tasks"] == 2
+    assert record["portfolio_drafts"] == len(from_portfolio) >= first
+    assert record["measured_tricks"] > 0  # the pool measured tricks that credit's retrieval returns too
+    assert run["settings"]["experience"] is True
+
+
+def test_without_experience_the_drafts_are_todays_and_run_json_says_null(home, tasks, tmp_path):
+    home_dir, _ = home
+    out = tmp_path / "credit"
+    result = CliRunner().invoke(agent, [
+        "--home", str(home_dir), "solve", str(tasks["credit"].task_dir), "--use-kb", "--no-experience", "--cv", "3",
+        "--num-drafts", "3", "--steps", "2", "--time-budget", "180", "--out", str(out), "--json", "--quiet"])
+    assert result.exit_code == 0, result.output
+    run = json.loads((out / "run.json").read_text())
+    assert run["experience"] is None and run["settings"]["experience"] is False
+    drafts = drafts_of(run)
+    assert drafts[0]["plan"].endswith("(the reference draft, evaluated while the knowledge base is read)")
+    assert all("portfolio" not in node["plan"] for node in run["journal"]["nodes"])
+
+
+def test_a_file_that_is_not_a_pack_stops_the_solve_with_one_line_before_the_search(tasks, tmp_path):
+    home_dir = tmp_path / "home"
+    (home_dir / "experience").mkdir(parents=True)
+    (home_dir / "experience" / "notes.json").write_text('{"tasks": []}')
+    out = tmp_path / "run"
+    result = CliRunner().invoke(agent, ["--home", str(home_dir), "solve", str(tasks["churn"].task_dir),
+                                        "--out", str(out), "--quiet"])
+    assert result.exit_code == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: ") and "notes.json" in line and "agent experience build" in line
+    assert not out.exists()  # nothing searched, nothing written
+
+    pool = CliRunner().invoke(agent, ["--home", str(home_dir), "solve-all", str(Path(tasks["churn"].task_dir).parent),
+                                      "--out", str(tmp_path / "pool"), "--no-memory", "--quiet"])
+    assert pool.exit_code != 0 and "notes.json" in pool.stderr and not (tmp_path / "pool").exists()
+
+
+def test_the_portfolio_leaves_out_what_this_search_cannot_use_and_says_so(home, tasks):
+    [(path, pack)] = packs_in_use(home[0])
+    credit = profile_task(tasks["credit"].task_dir)
+    portfolio = portfolio_drafts([(path, pack)], TaskSignature.of(credit))
+    first, second = portfolio[0], portfolio[1]
+    rng = random.Random(0)
+
+    proposal = PortfolioProposer(BuiltinTreeProposer(), portfolio).draft(credit, Journal(), rng)
+    assert f"(configuration {first.config})" in proposal.plan
+    # A configuration already in the journal is not drafted again.
+    journal = Journal([Node(0, None, DRAFT, proposal.plan, proposal.candidate, {}, "", VALID, 0.8, 0.8)])
+    again = PortfolioProposer(BuiltinTreeProposer(), portfolio).draft(credit, journal, rng)
+    assert f"portfolio draft 2 of {len(portfolio)}" in again.plan and f"(configuration {second.config})" in again.plan
+
+    # --models without the first configuration's model: left out, and the next draft's plan says so.
+    model = first.spec["model"]["name"]
+    others = tuple(family for family in DRAFT_FAMILIES if family != model)
+    proposer = PortfolioProposer(BuiltinTreeProposer(families=others), portfolio, families=others)
+    proposal = proposer.draft(credit, Journal(), rng)
+    assert proposal.candidate.trainer != model
+    assert f"; the portfolio left out {model} configuration {first.config} (not among --models)" in proposal.plan
+
+    # A node cap shorter than any configuration's CV time scaled to this table: the built-in drafts, saying why.
+    proposer = PortfolioProposer(BuiltinTreeProposer(), portfolio, node_seconds=0.001)
+    proposal = proposer.draft(credit, Journal(), rng)
+    assert proposal.plan.startswith("draft: linear") and proposer.proposed == 0
+    nearest, result = first.measured[0]
+    assert (f"the portfolio left out {model} configuration {first.config} (its CV took {result.seconds:.1f} s on "
+            f"{result.rows:,} rows of {nearest}, about ") in proposal.plan
+    assert "over the 0.0 s a node may take" in proposal.plan
+
+
+def test_several_packs_take_turns_and_each_configuration_drafts_once(home, tasks, tmp_path):
+    [(path, pack)] = packs_in_use(home[0])
+    credit = TaskSignature.of(profile_task(tasks["credit"].task_dir))
+    # A second pack, of one pool task whose only configuration is extra trees; and the first pack again, renamed.
+    run = {"task": {"name": "trees"}, "metric": "roc_auc", "baseline": 0.5, "journal": {"nodes": [
+        {"status": "valid", "members": [], "score": 0.75, "elapsed": 1.0, "scored_rows": 300,
+         "spec": {"steps": [], "model": {"name": "extra_trees", "params": {}}, "target_transform": None}}]}}
+    trees = build_pack([(run, credit)], [], [], HEADER)
+    [trees_config] = trees.portfolios["classification"]
+    in_use = [(path, pack), (write_pack(trees, tmp_path / "trees.json"), trees),
+              (write_pack(pack, tmp_path / "again.json"), pack)]
+    own = pack.portfolio_for(credit, path.name)
+    drafts = portfolio_drafts(in_use, credit)
+    assert [(draft.pack, draft.config) for draft in drafts] == \
+        [(path.name, own[0].config), ("trees.json", trees_config), *((path.name, d.config) for d in own[1:])]
+    assert portfolio_drafts([], credit) == []
