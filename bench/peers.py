@@ -8,7 +8,7 @@ Runs inside the peer's own virtual environment and imports nothing from casebook
 
 Set-up (benchmark-only, never product dependencies):
     python3 -m venv bench/.venv-flaml && bench/.venv-flaml/bin/pip install "flaml[automl]" lightgbm xgboost-cpu pandas scikit-learn
-    python3 -m venv bench/.venv-ag && bench/.venv-ag/bin/pip install torch==2.13.0 autogluon.tabular
+    python3 -m venv bench/.venv-ag && bench/.venv-ag/bin/pip install torch==2.13.0 "autogluon.tabular[lightgbm,catboost,xgboost]"
 
 The submission follows the task's sample submission: the predicted label, the positive class's
 probability (binary probability metrics) or one probability column per class (multiclass).
