@@ -124,8 +124,15 @@ class BuiltinTreeProposer(TreeProposer):
         return self.change(node, profile, journal) or self.tune(node, profile, journal, rng)
 
     def change(self, node: Node, profile: TaskProfile, journal: Journal) -> Proposal | None:
-        """The first built-in change of the node not yet in the journal."""
+        """The first built-in change of the node not yet in the journal, nor a parameter change that already ran
+        over its time cap on a node of the same model (it would again at full size)."""
+        slow = [other.candidate.params for other in journal
+                if other.status == OVER_TIME and other.candidate.trainer == node.candidate.trainer]
         for why, candidate in self.improvements(node, profile):
+            changed = {name: value for name, value in candidate.params.items()
+                       if node.candidate.params.get(name) != value}
+            if changed and any(all(params.get(name) == value for name, value in changed.items()) for params in slow):
+                continue
             if not journal.has(candidate_key(candidate, self.trainers), self.trainers):
                 return Proposal(candidate, f"improve node {node.id} ({node.candidate.trainer}, "
                                            f"{describe_score(node, profile)}): {why}")

@@ -203,6 +203,22 @@ def test_a_family_whose_draft_ran_over_time_still_gets_its_own_sized_draft(attri
     assert proposer.draft(profile, journal, rng).candidate.trainer == "random_forest"
 
 
+def test_a_parameter_change_that_ran_over_time_is_not_tried_again_at_full_size(attrition):
+    _, profile, _ = attrition
+    proposer, rng = BuiltinTreeProposer(), random.Random(0)
+    draft = proposer.draft(profile, Journal([node(0)]), rng)  # the linear reference, then LightGBM sized for the table
+    journal = Journal([node(0), replace(node(1, score=0.7), candidate=draft.candidate, plan=draft.plan)])
+    first = proposer.improve(journal[1], profile, journal, rng)
+    changed = {k: v for k, v in first.candidate.params.items() if draft.candidate.params.get(k) != v}
+    assert changed  # LightGBM's first built-in change is a parameter change
+    # It ran over its cap on node 1; a sibling branch (node 3, the same model) must not repeat it at full size.
+    journal.append(replace(node(2, 1, IMPROVE, status=OVER_TIME), candidate=first.candidate, plan=first.plan))
+    sibling = replace(draft.candidate, params={**draft.candidate.params, "min_child_samples": 5})
+    journal.append(replace(node(3, 1, IMPROVE, score=0.71), candidate=sibling))
+    proposal = proposer.improve(journal[3], profile, journal, rng)
+    assert not all(proposal.candidate.params.get(k) == v for k, v in changed.items()), proposal.plan
+
+
 def test_repairs_read_the_failure_instead_of_retrying(attrition):
     _, profile, _ = attrition
     trainers = BuiltinTreeProposer().trainers
