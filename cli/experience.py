@@ -24,12 +24,15 @@ def experience_command() -> None:
 @click.option("--time-budget-per-task", type=click.FloatRange(min=1), default=60.0, show_default=True)
 @click.option("--steps", type=click.IntRange(min=0), cls=LibraryDefault, default=lambda: search_defaults().steps,
               help="Search steps per task after the drafts.")
+@click.option("--max-tasks", type=click.IntRange(min=0), default=None,
+              help="Solve at most this many tasks in this call, then write the pack of every task solved so far "
+                   "(0: only write it); the next call goes on.")
 @click.option("--no-kb", is_flag=True, help="Solve without the knowledge base at --home (on by default).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the pack's summary as one JSON object.")
 @click.option("--quiet", is_flag=True, help="No line per task.")
 @click.pass_context
-def build_command(ctx, tasks_dir, pack_path, time_budget_per_task, steps, no_kb, seed, as_json, quiet):
+def build_command(ctx, tasks_dir, pack_path, time_budget_per_task, steps, max_tasks, no_kb, seed, as_json, quiet):
     """Solve every task folder in TASKS_DIR (curriculum on) and export what was learned to --out."""
     from agent.settings import SearchSettings, SolveSettings
     from agent.solve import KnowledgeBaseMissing
@@ -37,7 +40,7 @@ def build_command(ctx, tasks_dir, pack_path, time_budget_per_task, steps, no_kb,
     from curriculum.experience import build_experience
 
     settings = PoolSettings(SolveSettings(SearchSettings(steps=steps, time_budget=time_budget_per_task, seed=seed),
-                                          use_kb=not no_kb), seed=seed)
+                                          use_kb=not no_kb), seed=seed, max_rounds=max_tasks)
     command = (f"agent experience build {tasks_dir} --out {pack_path} --time-budget-per-task {time_budget_per_task:g} "
                f"--steps {steps} --seed {seed}" + (" --no-kb" if no_kb else ""))
 
@@ -45,7 +48,7 @@ def build_command(ctx, tasks_dir, pack_path, time_budget_per_task, steps, no_kb,
         click.echo(f"round {record.round}: {record.task} {record.status} ({record.seconds:.0f} s)", err=True)
 
     try:
-        pack = build_experience(tasks_dir, pack_path, settings, command=command,
+        pack = build_experience(tasks_dir, pack_path, settings, command=command, kb_home=ctx.obj["home"],
                                 on_round=None if quiet or as_json else ended)
     except (PoolError, KnowledgeBaseMissing) as error:
         raise CasebookError(str(error)) from error

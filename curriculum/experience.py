@@ -49,15 +49,17 @@ def export_pack(work_dir: Path, header: PackHeader, *, embedder: Embedder | None
 
 
 def build_experience(tasks_dir: str | Path, pack_path: str | Path, settings: PoolSettings, *, command: str,
-                     work_dir: Path | None = None, embedder: Embedder | None = None,
+                     work_dir: Path | None = None, embedder: Embedder | None = None, kb_home: Path | str | None = None,
                      on_round: Callable[[RoundRecord], None] | None = None) -> ExperiencePack:
-    """Solve the pool in `tasks_dir` (curriculum on, its own case library), then write its pack to `pack_path`."""
+    """Solve the pool in `tasks_dir` (curriculum on, its own case library, the knowledge base at `kb_home` when
+    `settings.solve.use_kb`), then write its pack to `pack_path`: of every task solved so far, when
+    `settings.max_rounds` stops the call early."""
     pack_path = Path(pack_path)
     work = work_dir or work_folder(pack_path)
     # Without the packs in use: a pack measures the pool's own searches, not another pack's portfolio replayed on them.
     settings = replace(settings, curriculum=True, use_memory=True, solve=replace(settings.solve, experience=False))
     with MemoryStore(work / POOL_MEMORY, embedder=embedder) as store:
-        solve_pool(tasks_dir, work, settings, memory=store, on_round=on_round)
+        solve_pool(tasks_dir, work, settings, memory=store, kb_home=kb_home, on_round=on_round)
     header = PackHeader(command, casebook_commit(), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                         str(tasks_dir), float(settings.solve.search.time_budget or 0))
     pack = export_pack(work, header, embedder=embedder)

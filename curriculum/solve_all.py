@@ -48,6 +48,9 @@ class PoolSettings:
     # Tries per task and call: a failed task stays in the pool, and is retried with another seed once the others
     # have had their turn; twice is enough to tell a bad draw from a task the agent cannot do.
     max_attempts: int = 2
+    # Rounds in this call (None: until every task is solved or out of tries); a later call resumes, and 0 only
+    # writes the report, so a long build can run in parts.
+    max_rounds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -108,8 +111,9 @@ def solve_pool(
     state.save(out_dir)
     attempts: Counter[str] = Counter()
     shuffled = random_order(pool.tasks, settings.seed)
-    while candidates := [task for task in pool.tasks
-                         if task.name not in done and attempts[task.name] < settings.max_attempts]:
+    while (settings.max_rounds is None or state.next_round - first_round < settings.max_rounds) and (
+            candidates := [task for task in pool.tasks
+                           if task.name not in done and attempts[task.name] < settings.max_attempts]):
         number = state.next_round
         if settings.curriculum:
             rounds_since = {name: number - last for name, last in state.last_chosen().items()}

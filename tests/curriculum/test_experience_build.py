@@ -1,5 +1,6 @@
 """`agent experience build` on a pool of tiny real tasks: the pack holds every solved task with its portfolio, its
-header names the command, commit and date, an interrupted build resumes without solving a task twice, and the
+header names the command, commit and date, an interrupted build resumes without solving a task twice (and a call
+of no rounds writes the pack of what is solved so far), and the
 pool's memories stay in the build's own case library."""
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ def test_a_build_resumes_and_exports_every_solved_task_with_a_portfolio(pool_dir
                          on_round=stop)
     assert not pack_path.exists()
     first = (work_folder(pack_path) / "concrete" / "run.json").stat().st_mtime_ns
+
+    # A call of no rounds writes the pack of what the interrupted call solved, and solves nothing.
+    so_far = build_experience(pool_dir, pack_path, PoolSettings(TWO_DRAFTS, max_rounds=0), command="test",
+                              embedder=embedder)
+    assert [task.name for task in so_far.tasks] == ["concrete"] and read_pack(pack_path).to_dict() == so_far.to_dict()
 
     pack = build_experience(pool_dir, pack_path, PoolSettings(TWO_DRAFTS), command="agent experience build test",
                             embedder=embedder)
