@@ -64,7 +64,8 @@ WRITTEN = ("write-up", "paper")  # the source kinds read from real text, against
 
 def knowledge_sources() -> dict[str, list[str]]:
     """What each KB arm ingests; "both" is also the agent bench's kb arm."""
-    writeups = [str(SHARED / "corpus/kaggle_writeups"), str(SHARED / "corpus/papers/paper_summaries.json")]
+    writeups = [str(SHARED / "corpus/kaggle_writeups"), str(SHARED / "corpus/kaggle_writeups_tabular"),
+                str(SHARED / "corpus/papers/paper_summaries.json")]
     return {"writeups": writeups, "cards": [str(bundled_knowledge())], "both": [*writeups, str(bundled_knowledge())]}
 
 
