@@ -17,6 +17,7 @@ from pathlib import Path
 from agent.memory.experience import ExperiencePack, PackHeader, build_pack, write_pack
 from agent.memory.store import MemoryStore
 from agent.outputs.report import RUN_FILE
+from curriculum.pool import PoolError
 from curriculum.solve_all import PoolSettings, finished, solve_pool
 from curriculum.state import RoundRecord
 from kb.embedding import Embedder
@@ -35,6 +36,13 @@ def casebook_commit() -> str:
                               capture_output=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def solved_budget(work_dir: Path) -> float | None:
+    """The budget per task the build in `work_dir` solved its tasks at, None before its first task."""
+    for run_file in sorted(work_dir.glob(f"*/{RUN_FILE}")):
+        return float(json.loads(run_file.read_text(encoding="utf-8"))["settings"]["search"]["time_budget"])
+    return None
 
 
 def export_pack(work_dir: Path, header: PackHeader, *, embedder: Embedder | None = None) -> ExperiencePack:
@@ -56,6 +64,10 @@ def build_experience(tasks_dir: str | Path, pack_path: str | Path, settings: Poo
     `settings.max_rounds` stops the call early."""
     pack_path = Path(pack_path)
     work = work_dir or work_folder(pack_path)
+    earlier = solved_budget(work)
+    if earlier is not None and earlier != settings.solve.search.time_budget:  # a pack's header states one budget
+        raise PoolError(f"{work}: this build solved its tasks at {earlier:g} s each; go on with a budget per task of "
+                        f"{earlier:g} s (--time-budget-per-task {earlier:g}), or build into another --out")
     # Without the packs in use: a pack measures the pool's own searches, not another pack's portfolio replayed on them.
     settings = replace(settings, curriculum=True, use_memory=True, solve=replace(settings.solve, experience=False))
     with MemoryStore(work / POOL_MEMORY, embedder=embedder) as store:

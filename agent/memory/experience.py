@@ -182,14 +182,15 @@ def task_result(run: Mapping[str, Any], signature: TaskSignature) -> PoolTaskRes
              and node.get("score") is not None and math.isfinite(node["score"])]
     if not nodes:
         return None
+    # A node's score is oriented already (higher is better); the baseline is in the metric's own units.
     baseline = sign * float(run["baseline"])
-    best = max(sign * node["score"] for node in nodes)
+    best = max(node["score"] for node in nodes)
     results: dict[str, ConfigResult] = {}
     for node in nodes:
         key = config_key(node["spec"])
-        error = normalised_error(sign * node["score"], best, baseline)
+        error = normalised_error(node["score"], best, baseline)
         if key not in results or error < results[key].error:
-            results[key] = ConfigResult(key, node["spec"], float(node["score"]), error, float(node.get("elapsed") or 0),
+            results[key] = ConfigResult(key, node["spec"], sign * float(node["score"]), error, float(node.get("elapsed") or 0),
                                         int(node.get("scored_rows") or signature.n_rows))
     return PoolTaskResult(run["task"]["name"], signature, profile_vector(signature), metric, float(run["baseline"]),
                           tuple(sorted(results.values(), key=lambda r: (r.error, r.config))))

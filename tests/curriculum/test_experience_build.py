@@ -6,6 +6,7 @@ pool's memories stay in the build's own case library."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -13,7 +14,7 @@ from click.testing import CliRunner
 from agent.memory.experience import read_pack
 from agent.settings import SearchSettings, SolveSettings
 from cli.agent import main
-from curriculum import PoolSettings
+from curriculum import PoolError, PoolSettings
 from curriculum.experience import POOL_MEMORY, build_experience, work_folder
 from tests.curriculum.conftest import Interrupted
 
@@ -39,6 +40,9 @@ def test_a_build_resumes_and_exports_every_solved_task_with_a_portfolio(pool_dir
     so_far = build_experience(pool_dir, pack_path, PoolSettings(TWO_DRAFTS, max_rounds=0), command="test",
                               embedder=embedder)
     assert [task.name for task in so_far.tasks] == ["concrete"] and read_pack(pack_path).to_dict() == so_far.to_dict()
+    other_budget = SolveSettings(replace(TWO_DRAFTS.search, time_budget=90), cv=3)
+    with pytest.raises(PoolError, match="solved its tasks at 60 s each"):  # one pack, one budget per task
+        build_experience(pool_dir, pack_path, PoolSettings(other_budget), command="test", embedder=embedder)
 
     pack = build_experience(pool_dir, pack_path, PoolSettings(TWO_DRAFTS), command="agent experience build test",
                             embedder=embedder)

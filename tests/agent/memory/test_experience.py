@@ -49,8 +49,13 @@ def test_a_pack_keeps_scores_of_configurations_and_no_label_prediction_or_row(po
     runs, library_tasks, memories = pool
     pack = read_pack(write_pack(build_pack(runs, library_tasks, memories, HEADER), tmp_path / "pack.json"))
     assert [task.name for task in pack.tasks] == ["attrition", "wage"]
-    for task in pack.tasks:
-        assert task.configs and task.configs[0].error == 0.0  # each task's best single model
+    for task, (run, _) in zip(pack.tasks, runs, strict=True):
+        assert task.configs and task.configs[0].error == 0.0  # each task's best single model...
+        singles = [node for node in run["journal"]["nodes"] if node["status"] == "valid" and not node["members"]
+                   and node["scored_on"] == "full"]
+        # ...is the run's best on CV, whichever way its metric points (wage: RMSE, attrition: AUC), in its own units
+        assert task.configs[0].score == pytest.approx(max(singles, key=lambda node: node["score"])["metric"])
+        assert task.configs[-1].score == pytest.approx(min(singles, key=lambda node: node["score"])["metric"])
         assert all(0.0 <= c.error <= 1.0 and c.seconds > 0 and c.rows > 0 for c in task.configs)
         for result in task.configs:
             SolutionSpec.from_dict(result.spec)  # every configuration is a spec the engine can run again
