@@ -126,16 +126,18 @@ def solve_task(
     chroma_url: str | None = None,
 ) -> SolveResult:
     """Solve the task into `out_dir`. With `settings.use_kb`, the knowledge base is `kb` or the one in `kb_home`.
-    With `settings.experience`, the experience packs in use (the bundled one and those added to `kb_home`) draft
-    first (agent.memory.portfolio_proposer) and order the retrieved tricks by their measured effect.
+    With `settings.experience` and no `proposer` passed, the experience packs in use (the bundled one and those added
+    to `kb_home`) draft after the reference draft (agent.memory.portfolio_proposer) and order the retrieved tricks by
+    their measured effect.
     With `memory`, the case library moves the tree search (agent.memory.proposer) and keeps a memory of each node
     as it finishes and of the run; the task's own memories are left out unless `reuse_own_memory`."""
     started = time.time()
     clock = BudgetClock.starting(settings.search)  # the whole solve's budget: set-up and outputs included
     sandbox.warm_up()  # the candidates' worker imports its libraries while the task is read
     seed_loop = proposer is not None and isinstance(proposer, CandidateProposer)
-    # an experience pack that cannot be read stops the solve here, before anything is written (PackError)
-    packs = packs_in_use(resolve_home(kb_home)) if settings.experience and not seed_loop else []
+    # An experience pack that cannot be read stops the solve here, before anything is written (PackError). The
+    # packs move casebook's own proposers only: a proposer the caller passed drafts as it is.
+    packs = packs_in_use(resolve_home(kb_home)) if settings.experience and proposer is None else []
     signature = TaskSignature.of(profile)
     knowledge = None
     if proposer is None and settings.use_kb:
@@ -330,7 +332,8 @@ def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset,
         "settings": asdict(settings),
         # the CV's folds: fewer than settings.cv asked for on a large table (SearchSettings.folds_for)
         "cv_folds": settings.cv if seed_loop else settings.folds_for(len(dataset.y)),
-        "search": "seed loop" if seed_loop else f"tree search ({type(proposer).__name__})",
+        "search": "seed loop" if seed_loop else
+        f"tree search ({' > '.join(type(link).__name__ for link in proposer.chain())})",  # outermost first
         "summary": run.summary() + (_throughput_words(journal.throughput()) if journal is not None else ""),
         "metric": run.metric,
         "baseline": json_number(natural(run.baseline_score, info)),

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 from click.testing import CliRunner
 
-from agent.memory.experience import read_pack
+from agent.memory.experience import packs_in_use, read_pack
 from agent.settings import SearchSettings, SolveSettings
 from cli.agent import main
 from curriculum import PoolError, PoolSettings
@@ -66,7 +66,9 @@ def test_a_build_resumes_and_exports_every_solved_task_with_a_portfolio(pool_dir
     assert added_pack["tasks"] == 3 and added_pack["built_with"] == "agent experience build test"
     # The pack's entries are listed apart from the home's own runs, which it never joins.
     listed = json.loads(runner.invoke(main, ["--home", str(home), "memory", "list", "--experience", "--json"]).stdout)
-    assert len(listed["memories"]) == len(pack.memories) > 0
+    in_use = packs_in_use(home)  # the bundled pack's entries, if any, and this one's
+    assert len(pack.memories) > 0 and len(listed["memories"]) == sum(len(found.memories) for _, found in in_use)
+    assert {memory["id"] for memory in listed["memories"]} >= {memory.id for memory in pack.memories}
     own = runner.invoke(main, ["--home", str(home), "memory", "list"])
     assert own.exit_code != 0 and "no case library" in own.output
 

@@ -1,12 +1,16 @@
 """Experience packs in `agent solve`: a pack built from two real solves, added to a home, gives a third related task
-its first drafts (the portfolio's configurations, in the pack's order for it) and orders its retrieved tricks;
-run.json says which pack and what came from it. Off (or with no pack), the drafts are today's and run.json says
-null; a file in the home that is not a pack stops the solve with one line before the search."""
+its drafts after the reference draft (the portfolio's configurations, in the pack's order for it) and orders its
+retrieved tricks; run.json says which pack and what came from it. Off (or with no pack), the drafts are today's and
+run.json says null; a file in the home that is not a pack stops the solve with one line before the search.
+
+These tests measure the home's pack alone, so the pack bundled with casebook is set aside here; test_bundled_pack.py
+covers that one."""
 
 from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +22,7 @@ from agent.memory.portfolio_proposer import PortfolioProposer
 from agent.memory.records import TaskSignature
 from agent.memory.store import MemoryStore
 from agent.search.builtin import DRAFT_FAMILIES, BuiltinTreeProposer
-from agent.search.journal import DRAFT, VALID, Journal, Node
+from agent.search.journal import DRAFT, VALID, Journal, Node, candidate_key
 from agent.solve import solve_task
 from cli.agent import main as agent
 from retrieval.profile import profile_task
@@ -29,6 +33,13 @@ HEADER = PackHeader("agent experience build (test)", "test", "2026-11-25T00:00:0
 # The pool's solves and the new task's: with the bundled cards, every improvement a trick (so the pool measures
 # tricks), three drafts.
 WITH_KB = replace(SHORT, search=replace(SHORT.search, num_drafts=3, trick_prob=1.0), use_kb=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def without_the_bundled_pack():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("agent.memory.experience.bundled_pack_path", lambda: None)
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +70,7 @@ def drafts_of(run: dict) -> list[dict]:
     return sorted((node for node in run["journal"]["nodes"] if node["action"] == "draft"), key=lambda n: n["id"])
 
 
-def test_a_new_task_drafts_the_portfolio_first_and_run_json_names_the_pack(home, tasks, tmp_path):
+def test_a_new_task_drafts_the_portfolio_after_the_reference_and_run_json_names_the_pack(home, tasks, tmp_path):
     home_dir, base = home
     credit = profile_task(tasks["credit"].task_dir)
     [(path, pack)] = packs_in_use(home_dir)
@@ -70,19 +81,23 @@ def test_a_new_task_drafts_the_portfolio_first_and_run_json_names_the_pack(home,
     result = solve_task(credit, WITH_KB, tmp_path / "credit", kb=base, kb_home=home_dir)
     run = json.loads((result.out_dir / "run.json").read_text())
     drafts = drafts_of(run)
-    first = min(WITH_KB.search.num_drafts, len(portfolio))
-    for position, (node, draft) in enumerate(zip(drafts[:first], portfolio, strict=False), start=1):
-        assert node["spec"]["model"] == draft.spec["model"]  # the configuration's model and parameters, in order
-        assert node["plan"].startswith(f"draft: portfolio draft {position} of {len(portfolio)} from experience pack "
-                                       f"pool.json (configuration {draft.config}), measured on pool tasks ")
-        assert draft.measured[0][0] in node["plan"]  # the nearest pool task that measured it
+    assert drafts[0]["plan"].endswith("(the reference draft, evaluated while the knowledge base is read)")
     from_portfolio = [node for node in run["journal"]["nodes"] if "portfolio draft" in node["plan"]]
-    assert from_portfolio == drafts[:len(from_portfolio)]  # the first drafts, and only drafts
+    assert from_portfolio and from_portfolio == drafts[1:len(from_portfolio) + 1]  # after the reference, only drafts
+    positions = []
+    for node in from_portfolio:  # the configurations' models and parameters, in the portfolio's order
+        positions.append(int(re.search(r"portfolio draft (\d+) of", node["plan"])[1]))
+        draft = portfolio[positions[-1] - 1]
+        assert node["spec"]["model"] == draft.spec["model"]
+        assert node["plan"].startswith(f"draft: portfolio draft {positions[-1]} of {len(portfolio)} from experience "
+                                       f"pack pool.json (configuration {draft.config}), measured on pool tasks ")
+        assert draft.measured[0][0] in node["plan"]  # the nearest pool task that measured it
+    assert positions == sorted(positions)
 
     record = run["experience"]
     assert [entry["file"] for entry in record["packs"]] == [str(path)]
     assert record["packs"][0]["version"] == 1 and record["packs"][0]["tasks"] == 2
-    assert record["portfolio_drafts"] == len(from_portfolio) >= first
+    assert record["portfolio_drafts"] == len(from_portfolio)
     assert record["measured_tricks"] > 0  # the pool measured tricks that credit's retrieval returns too
     assert run["settings"]["experience"] is True
 
@@ -122,31 +137,43 @@ def test_the_portfolio_leaves_out_what_this_search_cannot_use_and_says_so(home, 
     [(path, pack)] = packs_in_use(home[0])
     credit = profile_task(tasks["credit"].task_dir)
     portfolio = portfolio_drafts([(path, pack)], TaskSignature.of(credit))
-    first, second = portfolio[0], portfolio[1]
     rng = random.Random(0)
 
-    proposal = PortfolioProposer(BuiltinTreeProposer(), portfolio).draft(credit, Journal(), rng)
-    assert f"(configuration {first.config})" in proposal.plan
-    # A configuration already in the journal is not drafted again.
-    journal = Journal([Node(0, None, DRAFT, proposal.plan, proposal.candidate, {}, "", VALID, 0.8, 0.8)])
-    again = PortfolioProposer(BuiltinTreeProposer(), portfolio).draft(credit, journal, rng)
-    assert f"portfolio draft 2 of {len(portfolio)}" in again.plan and f"(configuration {second.config})" in again.plan
+    def drafted(*proposals):
+        return Journal([Node(i, None, DRAFT, p.plan, p.candidate, {}, "", VALID, 0.8, 0.8)
+                        for i, p in enumerate(proposals)])
+
+    proposer = PortfolioProposer(BuiltinTreeProposer(), portfolio)
+    drafts = [proposer.draft(credit, Journal(), rng)]
+    assert drafts[0].plan.startswith("draft: linear") and "portfolio" not in drafts[0].plan  # the inner's, first
+    while "portfolio draft" in (proposal := proposer.draft(credit, drafted(*drafts), rng)).plan:
+        drafts.append(proposal)
+    assert "portfolio" not in proposal.plan  # then the built-in drafts again
+    positions = [int(re.search(r"portfolio draft (\d+) of", draft.plan)[1]) for draft in drafts[1:]]
+    assert positions and positions == sorted(positions)  # the portfolio's order
+    # A configuration in the journal (the reference draft's own, say) is not drafted again.
+    keys = [candidate_key(draft.candidate, proposer.trainers) for draft in drafts]
+    assert len(set(keys)) == len(keys)
 
     # --models without the first configuration's model: left out, and the next draft's plan says so.
+    first = portfolio[0]
     model = first.spec["model"]["name"]
     others = tuple(family for family in DRAFT_FAMILIES if family != model)
     proposer = PortfolioProposer(BuiltinTreeProposer(families=others), portfolio, families=others)
-    proposal = proposer.draft(credit, Journal(), rng)
+    reference = proposer.draft(credit, Journal(), rng)
+    proposal = proposer.draft(credit, drafted(reference), rng)
     assert proposal.candidate.trainer != model
     assert f"; the portfolio left out {model} configuration {first.config} (not among --models)" in proposal.plan
 
     # A node cap shorter than any configuration's CV time scaled to this table: the built-in drafts, saying why.
     proposer = PortfolioProposer(BuiltinTreeProposer(), portfolio, node_seconds=0.001)
-    proposal = proposer.draft(credit, Journal(), rng)
-    assert proposal.plan.startswith("draft: linear") and proposer.proposed == 0
-    nearest, result = first.measured[0]
-    assert (f"the portfolio left out {model} configuration {first.config} (its CV took {result.seconds:.1f} s on "
-            f"{result.rows:,} rows of {nearest}, about ") in proposal.plan
+    reference = proposer.draft(credit, Journal(), rng)
+    proposal = proposer.draft(credit, drafted(reference), rng)
+    assert proposal.plan.startswith("draft: lightgbm") and proposer.proposed == 0  # the built-in's next family
+    named = re.search(r"the portfolio left out \w+ configuration (\w+) \(its CV took", proposal.plan)
+    [draft] = [draft for draft in portfolio if draft.config == named[1]]
+    nearest, result = draft.measured[0]
+    assert f"(its CV took {result.seconds:.1f} s on {result.rows:,} rows of {nearest}, about " in proposal.plan
     assert "over the 0.0 s a node may take" in proposal.plan
 
 
