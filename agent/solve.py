@@ -247,7 +247,10 @@ def solve_task(
     if model_note:
         notes.append(model_note)
     if session is not None:
-        session.finish(run, journal, solution_path)
+        try:
+            session.finish(run, journal, solution_path)
+        except Exception as error:  # noqa: BLE001 - the submission stands; only the case library misses this run
+            notes.append(f"the case library did not record this run ({type(error).__name__}: {error})")
     record = _run_record(profile, settings, dataset, run, journal, proposer, seed_loop, notes, started,
                          submission_path, solution_path)
     # How the submission was made: a refit on every row, or the CV fold models averaged (agent.search.final).

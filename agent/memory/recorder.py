@@ -130,8 +130,9 @@ def run_outcome(run: RunContext, result: EngineeringRun, journal: Journal | None
     """The run's memory: its verified, refitted solution, or why it has none."""
     best = journal.best() if journal is not None else None
     if best is not None and result.test_prediction is not None:
-        # Drafts start from the best single model in the spec vocabulary (a free-code script only when nothing else).
-        singles = [node for node in journal.valid_nodes if not node.members]
+        # Drafts start from the best single model in the spec vocabulary (a free-code script only when nothing else);
+        # the best itself when no node was scored on every row (a large table whose CV on every row never fitted).
+        singles = [node for node in journal.valid_nodes if not node.members] or [best]
         single = max([node for node in singles if node.candidate.trainer != FREE_CODE] or singles,
                      key=lambda node: (node.score, -node.id))
         solution = solution_path.read_text(encoding="utf-8") if solution_path is not None else ""
