@@ -36,6 +36,9 @@ TARGET_SHARE = 0.99
 # Task names in the plots' legends and ticks are cut to this length: a long Kaggle slug would otherwise squeeze the
 # axes until constrained layout clips the y-axis label.
 PLOT_NAME_CHARS = 24
+# Beyond this many tasks a plot names none: a legend entry or a tick label per task would crowd the plot out of its
+# figure (an experience build's pool of 200 tasks left the axes no room at all).
+NAMED_TASKS = 24
 
 
 @dataclass(frozen=True)
@@ -144,7 +147,7 @@ def _environment() -> Environment:
 def budget_plot(runs: Sequence[Progress]) -> str:
     """Score against budget: each task's best verified CV score as a share of its final gain over the trivial
     baseline (0: the baseline, 1: its best), against the seconds since its run started. One line per task, so
-    tasks with different metrics share one scale."""
+    tasks with different metrics share one scale; named in the legend up to NAMED_TASKS tasks."""
     figure = new_figure(9, 4)
     axes = figure.add_subplot()
     for run in runs:
@@ -153,8 +156,10 @@ def budget_plot(runs: Sequence[Progress]) -> str:
         if not steps or any(share is None for share in shares):
             continue
         end = run.nodes[-1].finished  # from the start, at the baseline, to the last node
+        named = len(runs) <= NAMED_TASKS
         axes.step([0.0, *(seconds for _, seconds, _ in steps), end], [0.0, *shares, shares[-1]], where="post",
-                  linewidth=1.6, label=plot_name(run.task))
+                  linewidth=1.6 if named else 0.8, alpha=1.0 if named else 0.4,
+                  label=plot_name(run.task) if named else None)
     axes.axhline(TARGET_SHARE, color="#777", linestyle="--", linewidth=1, label=f"{TARGET_SHARE:.0%} of the gain")
     axes.set_xlim(left=0)
     axes.set_xlabel("seconds since the task's run started")
@@ -182,8 +187,11 @@ def order_plot(rows: Sequence[Mapping[str, Any]]) -> str:
     first.set_ylim(min(-0.05, first.get_ylim()[0]), 1.05)
     for axes in (evaluations, first):
         axes.set_xlabel("round (order solved)")
-        axes.set_xticks(positions, [f"{p} {plot_name(row['record'].task)}" for p, row in zip(positions, solved)],
-                        fontsize=7, rotation=35, ha="right", rotation_mode="anchor")
+        if len(solved) <= NAMED_TASKS:
+            axes.set_xticks(positions, [f"{p} {plot_name(row['record'].task)}" for p, row in zip(positions, solved)],
+                            fontsize=7, rotation=35, ha="right", rotation_mode="anchor")
+        else:  # rounds only: the table below names each
+            axes.xaxis.set_major_locator(MaxNLocator(integer=True))
         axes.grid(alpha=0.3, axis="y")
     return inline_svg(figure, "pool-order")
 
