@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -196,13 +197,23 @@ def task_result(run: Mapping[str, Any], signature: TaskSignature) -> PoolTaskRes
                           tuple(sorted(results.values(), key=lambda r: (r.error, r.config))))
 
 
+# An absolute path inside a memory's text (a plan naming a trick's source file): the pack keeps its file name only.
+ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s/,;()'\"#]+/)+([^\s/,;()'\"#]+(?:#[^\s,;()'\"]*)?)")
+
+
 def shareable(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A memory as a pack keeps it: no solution program, a trick's source by file name (not the building
-    machine's path)."""
-    kept = {key: value for key, value in record.items() if key != "solution"}
-    if isinstance(kept.get("trick"), Mapping) and kept["trick"].get("source"):
-        kept["trick"] = {**kept["trick"], "source": Path(kept["trick"]["source"]).name}
-    return kept
+    """A memory as a pack keeps it: no solution program, every file by its name (not the building machine's
+    path)."""
+    def without_paths(value: Any) -> Any:
+        if isinstance(value, str):
+            return ABSOLUTE_PATH.sub(r"\1", value)
+        if isinstance(value, Mapping):
+            return {key: without_paths(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [without_paths(item) for item in value]
+        return value
+
+    return without_paths({key: value for key, value in record.items() if key != "solution"})
 
 
 def build_pack(runs: Iterable[tuple[Mapping[str, Any], TaskSignature]], library_tasks: Iterable[TaskMemory],

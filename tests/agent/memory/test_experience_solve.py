@@ -74,6 +74,8 @@ def test_a_new_task_drafts_the_portfolio_after_the_reference_and_run_json_names_
     home_dir, base = home
     credit = profile_task(tasks["credit"].task_dir)
     [(path, pack)] = packs_in_use(home_dir)
+    text = path.read_text(encoding="utf-8")  # the cards by file name, never the building machine's path
+    assert str(KNOWLEDGE) not in text and "tabular_" in text
     portfolio = portfolio_drafts([(path, pack)], TaskSignature.of(credit))
     assert len(portfolio) >= 2 and [draft.config for draft in portfolio] == \
         [draft.config for draft in pack.portfolio_for(TaskSignature.of(credit), path.name)]
