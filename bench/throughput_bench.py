@@ -117,6 +117,21 @@ def search_record(run_dir: Path) -> dict:
             "fold_scores": {str(node["id"]): fold_scores[node["id"]] for node in verified if node["id"] in fold_scores}}
 
 
+def scored_run(command: list[str], cwd: Path, env: dict[str, str], out: Path, budget: float, dataset: Dataset,
+               submission: Path, answers: Path) -> tuple[float, dict, float | None]:
+    """Run one arm's command (its output to out/log.txt): the 1-minute load before it, what measure_process
+    measured, and the held-back score of the submission it wrote (None without one)."""
+    load_before = round(os.getloadavg()[0], 2)
+    measured = measure_process(command, cwd, env, out / "log.txt", hard_limit=budget * 3 + 120)
+    score = None
+    if submission.exists():
+        try:
+            score = held_back_score(dataset, submission, answers)
+        except (KeyError, ValueError) as error:  # a malformed submission scores nothing; its log says why
+            measured["note"] = f"unscorable submission: {error}"
+    return load_before, measured, score
+
+
 def run_once(name: str, budget: float, arm: str, seed: int, root: Path, code: Path | None, stamp: str) -> dict:
     """One arm's run on one task, budget and seed; `code`: the folder an agent arm runs from, `stamp` its commit."""
     task_dir = root / "tasks" / name
@@ -138,14 +153,7 @@ def run_once(name: str, budget: float, arm: str, seed: int, root: Path, code: Pa
         command = peer_command(arm, task_dir, submission, dataset, budget, "--seed", str(seed),
                                *(["--flaml-estimators", "lgbm"] if arm == "flaml" else []))
         cwd = REPO
-    load_before = round(os.getloadavg()[0], 2)
-    measured = measure_process(command, cwd, env, out / "log.txt", hard_limit=budget * 3 + 120)
-    score = None
-    if submission.exists():
-        try:
-            score = held_back_score(dataset, submission, answers)
-        except (KeyError, ValueError) as error:  # a malformed submission scores nothing; its log says why
-            measured["note"] = f"unscorable submission: {error}"
+    load_before, measured, score = scored_run(command, cwd, env, out, budget, dataset, submission, answers)
     record = {"task": name, "budget": budget, "arm": arm, "seed": seed, "date": date.today().isoformat(),
               "code": stamp,
               "rows": len(dataset.X), "metric": dataset.metric,
