@@ -1,14 +1,14 @@
 """The experience packs' portfolio at work in the tree search (`PortfolioProposer`, a WrappingProposer).
 
-After the inner proposer's reference draft, a new task's drafts are the portfolio's configurations for its
-signature (agent.memory.experience.portfolio_drafts: the ones best on the nearest pool tasks first, the packs taken
-in turn), each fitted to this task's columns as a remembered spec is (agent.memory.proposer.fit_to_task), with the
-built-in drafts' text features
-when the task has free text and the configuration none. One is left out when its model is not available or not
-among `families` (--models), when its spec names a step, model or target transform this casebook does not know, when
-it is already in the journal, or when its CV time on the nearest pool task that measured it, scaled to this table's
-rows, exceeds a node's time cap; the next draft's plan names the ones left out for a reason other than a duplicate.
-Once the portfolio is used up, the inner proposer drafts as before; improvements and repairs are always its.
+After the inner proposer's reference draft, a new task's drafts are the portfolio's configurations for its signature
+(agent.memory.experience.portfolio_drafts: the ones best on the nearest pool tasks first, the packs taken in turn),
+each fitted to this task's columns as a remembered spec is (agent.memory.proposer.fit_to_task), with the built-in
+drafts' text features when the task has free text and the configuration none. One is left out when its model is not
+available or not among `families` (--models), when its spec names a step, model or target transform this casebook
+does not know, when it is already in the journal, or when its CV time on the nearest pool task that measured it,
+scaled to this table's rows, exceeds a node's time cap; the next draft's plan names the ones left out for a reason
+other than a duplicate. Once the portfolio is used up, the inner proposer drafts as before; improvements and repairs
+are always its.
 """
 
 from __future__ import annotations
