@@ -309,7 +309,9 @@ def _throughput_words(throughput: dict[str, Any]) -> str:
     per_minute = throughput["nodes_per_minute"]
     return (f"; {throughput['nodes']} nodes in {throughput['search_seconds']:.0f} s of search"
             + (f" ({per_minute:.1f} a minute)" if per_minute is not None else "")
-            + f", {throughput['verified_full_cv']} verified on every fold, {throughput['stopped_early']} stopped early")
+            + f", {throughput['verified_full_cv']} verified on every fold, {throughput['stopped_early']} stopped early"
+            + (f", {throughput['skipped']} drafts skipped as over time before they ran" if throughput.get("skipped")
+               else ""))
 
 
 def _experience_record(packs: list[tuple[Path, ExperiencePack]], portfolio: PortfolioProposer | None,

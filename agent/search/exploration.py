@@ -3,7 +3,8 @@
 On a table above `explore_rows` training rows (SearchSettings) a node is first cross-validated on a sample of that
 many rows (`exploring`), and only one that beats its model family's best on the sample, and whose CV on every row is
 estimated to fit in its cap, is cross-validated on every row (`promotion`); its `scored_on` says which. Only scores
-on every row are compared to choose the best.
+on every row are compared to choose the best. A table whose first drafts would not fit in their cap on every row
+(agent.search.fit_time) is explored the same way, on a sample they fit in.
 """
 
 from __future__ import annotations
@@ -88,9 +89,11 @@ class Exploring:
         return f"promoted: the best {trainer} node on the sample so far"
 
 
-def exploring(dataset: Dataset, evaluator: Evaluator, verifier: Verifier, clock: BudgetClock) -> Exploring | None:
-    """The exploration of a table above the settings' `explore_rows` training rows; None for a smaller one."""
-    rows = clock.settings.explore_rows
+def exploring(dataset: Dataset, evaluator: Evaluator, verifier: Verifier, clock: BudgetClock,
+              rows: int | None = None) -> Exploring | None:
+    """The exploration of a table above `rows` training rows (by default the settings' `explore_rows`) on a sample
+    of that many; None for a smaller one."""
+    rows = clock.settings.explore_rows if rows is None else rows
     if rows is None or len(dataset.y) <= rows:
         return None
     validation = evaluator.validation

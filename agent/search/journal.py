@@ -105,6 +105,12 @@ class Node:
     def buggy(self) -> bool:
         return self.status == BUGGY
 
+    @property
+    def skipped(self) -> bool:
+        """Over time before it ran: the search did not evaluate it, its fit-time estimate being over its cap
+        (agent.search.fit_time); any node that ran took some time."""
+        return self.status == OVER_TIME and self.elapsed == 0.0
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id, "parent_id": self.parent_id, "action": self.action, "plan": self.plan,
@@ -306,13 +312,15 @@ class Journal:
         return [seen[i] for i in sorted(seen)]
 
     def throughput(self) -> dict[str, Any]:
-        """How much the search evaluated: nodes (the final combinations aside), the ones verified on every fold of
-        every row, the ones multi-fidelity CV stopped early, and nodes per minute of search."""
-        nodes = [node for node in self._nodes if not node.members]
+        """How much the search evaluated: nodes (the final combinations and the drafts skipped unrun aside), the ones
+        verified on every fold of every row, the ones multi-fidelity CV stopped early, the drafts skipped, and nodes
+        per minute of search."""
+        nodes = [node for node in self._nodes if not node.members and not node.skipped]
         seconds = max((node.started + node.elapsed for node in nodes), default=0.0)
         full_cv = sum(node.valid and (node.folds == 0 or node.folds_scored == node.folds) for node in nodes)
         return {"nodes": len(nodes), "verified_full_cv": full_cv,
                 "stopped_early": sum(node.status == STOPPED_EARLY for node in nodes),
+                "skipped": sum(node.skipped for node in self._nodes),
                 "search_seconds": round(seconds, 1),
                 "nodes_per_minute": round(len(nodes) / seconds * 60, 2) if seconds > 0 else None}
 

