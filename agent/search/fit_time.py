@@ -129,11 +129,11 @@ class DraftTimes:
         finished, bounds = [], []
         for node in journal:
             trainer = node.candidate.trainer
-            if node.action != DRAFT or node.members or not self.model.knows(trainer) or _measured_seconds(node) <= 0:
+            if node.action != DRAFT or node.members or not self.model.knows(trainer) or measured_seconds(node) <= 0:
                 continue
-            expected = self.model.seconds(trainer, _measured_rows(node), self.columns, self.text, node.folds or 5,
+            expected = self.model.seconds(trainer, measured_rows(node), self.columns, self.text, node.folds or 5,
                                           _bag(node.candidate))
-            ratio = _measured_seconds(node) / expected
+            ratio = measured_seconds(node) / expected
             if node.status in (VALID, EXPLORED):
                 finished.append((trainer, ratio))
             elif node.status == OVER_TIME and trainer == family:
@@ -147,10 +147,11 @@ def _bag(candidate: SolutionCandidate) -> int:
     return int(candidate.params.get("seed_bag") or 1)
 
 
-def _measured_rows(node: Node) -> int:
+def measured_rows(node: Node) -> int:
     """The rows a node's CV ran on: the exploration sample's, or every row's."""
     return node.exploration.rows if node.exploration is not None else node.scored_rows
 
 
-def _measured_seconds(node: Node) -> float:
+def measured_seconds(node: Node) -> float:
+    """The seconds a node's CV took on those rows."""
     return node.exploration.elapsed if node.exploration is not None else node.elapsed

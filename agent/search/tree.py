@@ -35,7 +35,7 @@ from agent.search.blending import blendable
 from agent.search.clock import BudgetClock
 from agent.search.exploration import Exploring, exploring
 from agent.search.final import FinalFit, blend_proposal, combinations, engineering_run, final_model, fold_average
-from agent.search.fit_time import FIT_SHARE, MIN_SAMPLE_ROWS, DraftTimes, FitTimeModel
+from agent.search.fit_time import FIT_SHARE, MIN_SAMPLE_ROWS, DraftTimes, FitTimeModel, measured_seconds
 from agent.search.journal import DRAFT, FULL, IMPROVE, SAMPLE, VALID, Journal, Node
 from agent.search.nodes import Evaluated, pipeline_code
 from agent.search.policy import SearchPolicy
@@ -121,6 +121,7 @@ class TreeSearch:
         self.rng = random.Random(search.seed)
         self.blending = blendable(dataset.metric, dataset.task_type)
         self.steps, self.stop_reason = 0, ""  # search steps taken after the drafts, and why the search stopped
+        self.passed_over = 0  # verified nodes no longer improved: less time was left than their own CV took
         self.standing = -math.inf  # the score of the last node handed to on_best
         self.started = time.monotonic()
         self.baseline = math.nan  # the trivial baseline's score, and the large table's exploration: run() starts
@@ -187,6 +188,10 @@ class TreeSearch:
                 self.stop_reason = f"reached steps={self.settings.search.steps} after {len(view.draft_nodes)} drafts"
                 break
             action, target = self.policy.next_action(view, self.rng)
+            if action == IMPROVE and target is not None and not self._may_finish(target, search_deadline):
+                self.journal.mark_exhausted(target)  # less time is left than it took: none of its changes would finish
+                self.passed_over += 1
+                continue
             proposal = self._propose(action, target, view)
             if proposal is None and target is not None:  # nothing more to improve or repair there
                 self.journal.mark_exhausted(target)
@@ -196,7 +201,9 @@ class TreeSearch:
                     self.policy = replace(self.policy,
                                           settings=replace(self.policy.settings, num_drafts=len(view.draft_nodes)))
                     continue
-                self.stop_reason = "the proposer has nothing more to try"
+                self.stop_reason = ("the proposer has nothing more to try" if not self.passed_over else
+                                    f"time budget used up: less is left than each of {self.passed_over} verified "
+                                    "nodes took, so no change of theirs would finish, and no draft is left")
                 break
             if not drafting:
                 self.steps += 1
@@ -220,6 +227,13 @@ class TreeSearch:
         if fits and max(min(fits), MIN_SAMPLE_ROWS) < rows:
             self.explore = exploring(self.dataset, self.evaluator, self.verifier, self.clock,
                                      rows=max(min(fits), MIN_SAMPLE_ROWS))
+
+    def _may_finish(self, node: Node, search_deadline: float) -> bool:
+        """Whether a change of the node may finish within a new node's cap: its own CV took no longer than that (a
+        change of its parameters or steps costs about as much, more trees more), or the budget is unbounded."""
+        if self.clock.budget is None:
+            return True
+        return measured_seconds(node) <= self.clock.node_deadline(search_deadline) - time.monotonic()
 
     def _propose(self, action: str, target: Node | None, journal: Journal) -> Proposal | None:
         if action == DRAFT:

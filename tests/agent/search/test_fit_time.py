@@ -5,10 +5,13 @@ skips a draft that could not finish within its cap."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from agent.candidate import SolutionCandidate
+from agent.engine.spec import ValidationSpec
+from agent.engine.trainers import steps_for, trainer_registry
 from agent.search.builtin import BuiltinTreeProposer
 from agent.search.fit_time import MIN_SAMPLE_ROWS, DraftTimes, FamilyTime, FitTimeModel
 from agent.search.journal import DRAFT, EXPLORED, OVER_TIME, VALID, Journal, Node
@@ -99,3 +102,22 @@ def test_without_a_fit_time_model_every_draft_runs_on_every_row(credit):
                         fit_times=FitTimeModel({}))
     journal = search.run().journal
     assert search.explore is None and journal[0].status == VALID and journal[0].scored_rows == len(dataset.y)
+
+
+def test_a_verified_node_that_took_longer_than_a_node_may_now_take_is_not_improved(credit):
+    profile, dataset = credit
+    # Two nodes evaluated elsewhere: the best, whose CV took 100 s (at a 30 s budget no change of it could finish
+    # within a node's cap), and a quick one.
+    linear = SolutionCandidate("linear", steps=steps_for("linear", trainer_registry()))
+    spec = linear.to_spec(trainer_registry(), ValidationSpec(n_splits=5, seed=0)).to_dict()
+    slow = Node(0, None, DRAFT, "evaluated elsewhere", linear, spec, "", VALID, 0.9, 0.9, elapsed=100.0,
+                scored_rows=len(dataset.y), folds=5)
+    quick = replace(slow, id=1, metric=0.6, score=0.6, elapsed=0.5)
+    settings = SolveSettings(search=SearchSettings(time_budget=30, steps=2, num_drafts=2))
+    search = TreeSearch(BuiltinTreeProposer(families=("linear",)), profile, dataset, settings,
+                        journal=Journal([slow, quick]), fit_times=FitTimeModel({}))
+    journal = search.run().journal
+    assert search.passed_over == 1 and 0 in journal.exhausted
+    assert not [node for node in journal if node.parent_id == 0]  # never improved, so nothing ran over time for it
+    changes = [node for node in journal if node.parent_id == 1]
+    assert changes and all(node.status != OVER_TIME for node in changes)  # the search went on with what can finish
