@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -148,7 +149,9 @@ def run_once(name: str, budget: float, arm: str, seed: int, root: Path, code: Pa
     """One arm's run on one task, budget and seed; `code`: the folder an agent arm runs from, `stamp` its commit."""
     task_dir, answers, dataset = evaluation_task(name, root)
     out = root / "runs" / run_key(name, budget, arm, seed).replace("@", "-")
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists():  # an earlier run's folder (older code, or interrupted): its submission must not be scored
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     if arm in AGENT_ARMS:
         run_dir, home = out / "run", Path(tempfile.mkdtemp(prefix="home-", dir=out))
