@@ -19,7 +19,6 @@ import json
 import math
 import os
 import platform
-import subprocess
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -30,10 +29,10 @@ from scipy.optimize import least_squares
 
 from agent.search.fit_time import FIT_TIMES_FILE, FamilyTime, FitTimeModel
 from bench.results import write_section
+from bench.throughput_bench import REPO, code_stamp
 
 SECTION = "## Fit-time model of the drafts (issue 25)"
 MIN_POINTS = 10  # a family with fewer finished drafts gets no model (the search then never sizes its drafts)
-REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -98,14 +97,6 @@ def _family(values: np.ndarray, widest: int, digits: int | None = None) -> Famil
     return FamilyTime(*(round(number, digits) if digits is not None else number for number in numbers), widest)
 
 
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 @click.command()
 @click.argument("runs_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--write", is_flag=True, help="Rewrite data/fit_times.json and the RESULTS.md section.")
@@ -133,7 +124,7 @@ def main(runs_dirs: tuple[Path, ...], write: bool) -> None:
                     f"{caught} of {len(over)} |")
     measured = (f"{len(drafts)} drafts of {sum(1 for runs in runs_dirs for d in runs.iterdir() if d.is_dir())} run "
                 f"folders, {platform.machine()} with {os.cpu_count()} cores, {date.today()}, "
-                f"casebook {commit()}")
+                f"casebook {code_stamp(None)}")
     table = "\n".join(rows)
     section = f"""{SECTION}
 

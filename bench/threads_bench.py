@@ -31,7 +31,7 @@ from agent.engine.trainers import builtin_trainers, steps_for, trainer_facts
 from agent.evaluator import Evaluator
 from agent.verify.findings import OVER_TIME
 from bench.results import write_section
-from bench.throughput_bench import REPO, evaluation_task, split
+from bench.throughput_bench import REPO, code_stamp, evaluation_task, split
 
 SECTION = "## Threads per GBDT node (issue 25)"
 FAMILIES = ("lightgbm", "xgboost", "catboost")
@@ -102,7 +102,7 @@ def main(tasks: str, repeats: int, root: Path, write: bool) -> None:
     section = "\n".join([
         SECTION, "",
         f"`python -m bench.threads_bench` ({date.today()}; {os.cpu_count()} cores; median of {repeats} runs; casebook "
-        f"{subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=REPO, capture_output=True, text=True).stdout.strip()}). "
+        f"{code_stamp(None)}). "
         "A node's seconds through the Evaluator (5-fold CV of the family's draft in its sandboxed process, the fold "
         "cache and probes reused as for a parent's change): with 1 and 2 threads, on a quiet machine and with one "
         "other process keeping a core busy, each stopped at a minute (> 60); speed-up = 1 thread / 2 threads.", "",
