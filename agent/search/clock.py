@@ -134,8 +134,7 @@ class BudgetClock:
 def fastest_node_seconds(journal: Journal) -> float:
     """Seconds the fastest verified single-model node took to be verified (0 with none): on a large table, its CV
     on the exploration sample, which is all a new node must get through (its CV on every row has its own cap)."""
-    return min((node.exploration.elapsed if node.exploration is not None else node.elapsed
-                for node in journal if node.verified and not node.members), default=0.0)
+    return min((node.first_cv_seconds for node in journal if node.verified and not node.members), default=0.0)
 
 
 def refit_seconds_per_row(evidence: Evidence) -> float | None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.candidate import SolutionCandidate
-from agent.search.journal import DRAFT, EXPLORED, OVER_TIME, VALID, Journal, Node
+from agent.search.journal import DRAFT, EXPLORED, OVER_TIME, VALID, Journal
 
 FIT_TIMES_FILE = "fit_times.json"
 # The fewest rows a draft is explored on: fewer than this, a model's CV score says too little to be worth a node.
@@ -129,11 +129,11 @@ class DraftTimes:
         finished, bounds = [], []
         for node in journal:
             trainer = node.candidate.trainer
-            if node.action != DRAFT or node.members or not self.model.knows(trainer) or measured_seconds(node) <= 0:
+            if node.action != DRAFT or node.members or not self.model.knows(trainer) or node.first_cv_seconds <= 0:
                 continue
-            expected = self.model.seconds(trainer, measured_rows(node), self.columns, self.text, node.folds or 5,
+            expected = self.model.seconds(trainer, node.first_cv_rows, self.columns, self.text, node.folds or 5,
                                           _bag(node.candidate))
-            ratio = measured_seconds(node) / expected
+            ratio = node.first_cv_seconds / expected
             if node.status in (VALID, EXPLORED):
                 finished.append((trainer, ratio))
             elif node.status == OVER_TIME and trainer == family:
@@ -145,13 +145,3 @@ class DraftTimes:
 
 def _bag(candidate: SolutionCandidate) -> int:
     return int(candidate.params.get("seed_bag") or 1)
-
-
-def measured_rows(node: Node) -> int:
-    """The rows a node's CV ran on: the exploration sample's, or every row's."""
-    return node.exploration.rows if node.exploration is not None else node.scored_rows
-
-
-def measured_seconds(node: Node) -> float:
-    """The seconds a node's CV took on those rows."""
-    return node.exploration.elapsed if node.exploration is not None else node.elapsed

@@ -106,6 +106,17 @@ class Node:
         return self.status == BUGGY
 
     @property
+    def first_cv_rows(self) -> int:
+        """The rows of the node's first CV: the exploration sample's, or every row's."""
+        return self.exploration.rows if self.exploration is not None else self.scored_rows
+
+    @property
+    def first_cv_seconds(self) -> float:
+        """The seconds of the node's first CV (on the exploration sample, when it was explored first): what a new
+        node on the same rows must get through."""
+        return self.exploration.elapsed if self.exploration is not None else self.elapsed
+
+    @property
     def skipped(self) -> bool:
         """Over time before it ran: the search did not evaluate it, its fit-time estimate being over its cap
         (agent.search.fit_time); any node that ran took some time."""

@@ -35,7 +35,7 @@ from agent.search.blending import blendable
 from agent.search.clock import BudgetClock
 from agent.search.exploration import Exploring, exploring
 from agent.search.final import FinalFit, blend_proposal, combinations, engineering_run, final_model, fold_average
-from agent.search.fit_time import FIT_SHARE, MIN_SAMPLE_ROWS, DraftTimes, FitTimeModel, measured_seconds
+from agent.search.fit_time import FIT_SHARE, MIN_SAMPLE_ROWS, DraftTimes, FitTimeModel
 from agent.search.journal import DRAFT, FULL, IMPROVE, SAMPLE, VALID, Journal, Node
 from agent.search.nodes import Evaluated, pipeline_code
 from agent.search.policy import SearchPolicy
@@ -233,7 +233,7 @@ class TreeSearch:
         change of its parameters or steps costs about as much, more trees more), or the budget is unbounded."""
         if self.clock.budget is None:
             return True
-        return measured_seconds(node) <= self.clock.node_deadline(search_deadline) - time.monotonic()
+        return node.first_cv_seconds <= self.clock.node_deadline(search_deadline) - time.monotonic()
 
     def _propose(self, action: str, target: Node | None, journal: Journal) -> Proposal | None:
         if action == DRAFT:
