@@ -126,8 +126,8 @@ class Evaluator:
     def baseline(self, dataset: Dataset) -> float:
         """CV score of the trivial prior/mean model, oriented so that greater is better; DatasetError when the
         training rows are too few for the CV folds."""
-        check_folds(dataset, self.cv)
         spec = SolutionCandidate("baseline", steps=()).to_spec(self.trainers, self.validation)
+        check_folds(dataset, self.cv)
         pipeline = compile_spec(spec, dataset.compile_context(self.random_state), self.trainers, self.step_ops)
         return oriented(float(np.mean(cross_validate(pipeline, dataset, spec))), dataset.metric_info)
 

@@ -64,14 +64,13 @@ class SearchSettings:
 
 @dataclass(frozen=True)
 class SolveSettings:
-    # The tree search's policy, steps, time budget and seed (the seed loop reads steps as reflection rounds).
+    # The tree search's policy, steps, time budget and seed.
     search: SearchSettings = field(default_factory=SearchSettings)
     use_kb: bool = False
     # The experience packs in use (the bundled one and those a user added, agent.memory.experience): the portfolio
     # drafts first, retrieved tricks in the order of their measured effect. Off, or with no pack, a run is as without.
     experience: bool = True
     cv: int = 5
-    patience: int = 3  # the seed loop only (a CandidateProposer passed to solve_task); the tree search runs its steps
     candidate_time_limit: float = DEFAULT_CANDIDATE_TIME_LIMIT
     memory_limit: int | None = DEFAULT_MEMORY_LIMIT
     llm: str | None = None  # an Anthropic model id: the LLM proposer plans each step, the offline one is its fallback
@@ -91,6 +90,5 @@ class SolveSettings:
     save_fold_models: bool = False
 
     def folds_for(self, rows: int) -> int:
-        """The tree search's CV folds on a table of `rows` training rows: `cv`, fewer on a large table (the seed
-        loop always cross-validates on `cv`)."""
+        """The tree search's CV folds on a table of `rows` training rows: `cv`, fewer on a large table."""
         return self.search.folds_for(rows, self.cv)

@@ -3,8 +3,8 @@
 Orchestration only. The search is agent.search's tree search (AutoMind section 3.2), with the built-in
 proposer, or with the knowledge proposer (agent.knowledge) when `use_kb` is set; with `llm` (a model id), the LLM
 proposer (agent.llm) asks that model for each step and falls back on the other. With `experience` (on by default),
-the experience packs in use (agent.memory.experience) draft first and order the retrieved tricks. Passing a
-seed-loop `CandidateProposer` runs the seed loop (agent.seedloop) instead. The run folder is agent.outputs'.
+the experience packs in use (agent.memory.experience) draft first and order the retrieved tricks. The run folder is
+agent.outputs'. The seed loop (agent.seedloop) is a Python API of its own, not a way to solve here.
 """
 
 from __future__ import annotations
@@ -57,7 +57,6 @@ from agent.search.final import FOLD_AVERAGE, engineering_run
 from agent.search.journal import Journal, Node
 from agent.search.protocols import TreeProposer
 from agent.search.tree import TreeSearch
-from agent.seedloop.loop import AgenticAutoML, CandidateProposer
 from agent.settings import SolveSettings
 from agent.verify.verifier import natural
 from kb.config import resolve_home
@@ -90,7 +89,7 @@ class SolveResult:
     solution_path: Path | None
     report_path: Path
     notes: tuple[str, ...]
-    journal: Journal | None = None  # the solution tree (None for a seed-loop run)
+    journal: Journal  # the solution tree
 
 
 def default_out_dir(profile: TaskProfile) -> Path:
@@ -117,7 +116,7 @@ def solve_task(
     settings: SolveSettings,
     out_dir: Path,
     *,
-    proposer: CandidateProposer | TreeProposer | None = None,
+    proposer: TreeProposer | None = None,
     on_node: Callable[[Node, Journal], None] | None = None,
     kb: KnowledgeBase | None = None,
     kb_home: Path | str | None = None,
@@ -134,7 +133,6 @@ def solve_task(
     started = time.time()
     clock = BudgetClock.starting(settings.search)  # the whole solve's budget: set-up and outputs included
     sandbox.warm_up()  # the candidates' worker imports its libraries while the task is read
-    seed_loop = proposer is not None and isinstance(proposer, CandidateProposer)
     # An experience pack that cannot be read stops the solve here, before anything is written (PackError). The
     # packs move casebook's own proposers only: a proposer the caller passed drafts as it is.
     packs = packs_in_use(resolve_home(kb_home)) if settings.experience and proposer is None else []
@@ -151,7 +149,7 @@ def solve_task(
                                   node_seconds=clock.node_seconds) if packs else None
     proposer = portfolio if portfolio is not None else proposer
     session = MemorySession(memory, profile, proposer, reuse_own=reuse_own_memory, node_seconds=clock.node_seconds) \
-        if memory is not None and not seed_loop else None
+        if memory is not None else None
     proposer = session.proposer if session is not None else proposer
     try:
         dataset = Dataset.from_profile(profile, min_class_rows=settings.cv)
@@ -176,14 +174,14 @@ def solve_task(
         raise BudgetTooSmall(f"--time-budget {budget:g} leaves {max(budget - spent, 0):.1f} s after {spent:.1f} s of "
                              f"set-up, less than the {MIN_SEARCH_SECONDS:g} s a first node and the outputs need; give "
                              f"at least {math.ceil(spent + MIN_SEARCH_SECONDS)} s")
-    if settings.llm is not None and not seed_loop:
+    if settings.llm is not None:
         proposer = _llm_proposer(settings, proposer, dataset, out_dir, clock.deadline)
-    if not seed_loop:  # before the run folder exists, so a Ray cluster that cannot be reached leaves nothing behind
-        executor = make_executor(settings.executor, address=settings.ray_address, workers=settings.workers)
-        settings = replace(settings, workers=executor.workers)  # run.json records how many nodes ran at once
+    # before the run folder exists, so a Ray cluster that cannot be reached leaves nothing behind
+    executor = make_executor(settings.executor, address=settings.ray_address, workers=settings.workers)
+    settings = replace(settings, workers=executor.workers)  # run.json records how many nodes ran at once
     if session is not None:
         session.start()
-    journal, final_fit, failure = None, None, ""
+    journal, final_fit, failure = Journal(), None, ""
     anytime = AnytimeSubmission(out_dir, dataset, trainer_registry(), settings.search.seed)
     with open_trace(out_dir) as trace:
 
@@ -195,33 +193,26 @@ def solve_task(
             if session is not None:
                 session.record(node)
 
-        if seed_loop:
-            automl = AgenticAutoML.for_settings(proposer, settings,
-                                                on_attempt=lambda attempt: write_trace_line(trace, attempt.to_dict()))
-            run, trainers = automl.solve(dataset), automl.trainers
-        else:
-            journal = Journal()
-            with closing(executor):
-                # loading the data, joining Ray and leaving it come out of the search's budget
-                search = TreeSearch(proposer, profile, dataset, settings, clock=clock.from_now(executor.close_seconds),
-                                    journal=journal, executor=executor, on_node=record_node,
-                                    on_best=lambda node, prediction: anytime.offer(node, prediction, node.id + 1),
-                                    script_dir=out_dir / FREE_CODE_DIR)
-                trainers = search.trainers
-                try:
-                    result = search.run()
-                    run, final_fit = result.run, result.final_fit
-                except Exception as error:  # noqa: BLE001 - whatever broke, the run keeps its anytime submission
-                    failure = f"{type(error).__name__}: {error}"
-                    write_atomically(out_dir / ERROR_FILE, traceback.format_exc())
-                    run = engineering_run(journal, dataset.metric, _baseline_or_nan(search, dataset), 0,
-                                          f"stopped by an error: {failure}")
+        with closing(executor):
+            # loading the data, joining Ray and leaving it come out of the search's budget
+            search_clock = clock.from_now(executor.close_seconds)
+            search = TreeSearch(proposer, profile, dataset, settings, clock=search_clock, journal=journal,
+                                executor=executor, on_node=record_node, on_best=anytime.offer,
+                                script_dir=out_dir / FREE_CODE_DIR)
+            try:
+                result = search.run()
+                run, final_fit = result.run, result.final_fit
+            except Exception as error:  # noqa: BLE001 - whatever broke, the run keeps its anytime submission
+                failure = f"{type(error).__name__}: {error}"
+                write_atomically(out_dir / ERROR_FILE, traceback.format_exc())
+                run = engineering_run(journal, dataset.metric, _baseline_or_nan(search, dataset), 0,
+                                      f"stopped by an error: {failure}")
 
     submission_path, final_written = None, False
     if run.test_prediction is not None:
         try:
             submission_path, final_written = write_submission(out_dir, dataset, run.test_prediction), True
-            anytime.node = journal.best() if journal is not None else None
+            anytime.node = journal.best()
             anytime.how = final_fit.how if final_fit is not None else "the best candidate refit on every row"
         except SubmissionError as error:
             notes.append(f"the final predictions make no valid submission ({error})")
@@ -237,13 +228,13 @@ def solve_task(
     if failure:
         notes.append(f"the search stopped on an error ({failure}; traceback in {ERROR_FILE})")
     if final_written:
-        solution_path = write_solution(out_dir, dataset, run, journal, trainers, settings.search.seed,
+        solution_path = write_solution(out_dir, dataset, run, journal, search.trainers, settings.search.seed,
                                        fold_average=final_fit is not None and final_fit.how == FOLD_AVERAGE)
     else:  # the anytime submission's node's, when it could be rendered
         solution_path = out_dir / SOLUTION_FILE if (out_dir / SOLUTION_FILE).is_file() else None
     model_path, model_note = save_final_model(
         out_dir, dataset, run, final_fit, anytime.node, final_written,
-        search.evaluator if settings.save_fold_models and not seed_loop else None)
+        search.evaluator if settings.save_fold_models else None)
     if model_note:
         notes.append(model_note)
     if session is not None:
@@ -251,8 +242,8 @@ def solve_task(
             session.finish(run, journal, solution_path)
         except Exception as error:  # noqa: BLE001 - the submission stands; only the case library misses this run
             notes.append(f"the case library did not record this run ({type(error).__name__}: {error})")
-    record = _run_record(profile, settings, dataset, run, journal, proposer, seed_loop, notes, started,
-                         submission_path, solution_path)
+    record = _run_record(profile, settings, dataset, run, journal, proposer, notes, started, submission_path,
+                         solution_path)
     # How the submission was made: a refit on every row, or the CV fold models averaged (agent.search.final).
     write_run_record(out_dir, {**record, "final_fit": final_fit.to_dict() if final_fit is not None else None,
                                "submission": anytime.record(), "error": failure or None,
@@ -327,19 +318,18 @@ def _experience_record(packs: list[tuple[Path, ExperiencePack]], portfolio: Port
 
 
 def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset, run: EngineeringRun,
-                journal: Journal | None, proposer: Any, seed_loop: bool, notes: list[str], started: float,
+                journal: Journal, proposer: TreeProposer, notes: list[str], started: float,
                 submission_path: Path | None, solution_path: Path | None) -> dict[str, Any]:
-    """run.json: set-up, settings, outcome and, for a tree search, the journal."""
+    """run.json: set-up, settings, outcome and the journal."""
     info = dataset.metric_info
-    best = journal.best() if journal is not None else None
+    best = journal.best()
     return {
         "task": {key: value for key, value in profile.to_dict().items() if key != "description"},
         "settings": asdict(settings),
         # the CV's folds: fewer than settings.cv asked for on a large table (SearchSettings.folds_for)
-        "cv_folds": settings.cv if seed_loop else settings.folds_for(len(dataset.y)),
-        "search": "seed loop" if seed_loop else
-        f"tree search ({' > '.join(type(link).__name__ for link in proposer.chain())})",  # outermost first
-        "summary": run.summary() + (_throughput_words(journal.throughput()) if journal is not None else ""),
+        "cv_folds": settings.folds_for(len(dataset.y)),
+        "search": f"tree search ({' > '.join(type(link).__name__ for link in proposer.chain())})",  # outermost first
+        "summary": run.summary() + _throughput_words(journal.throughput()),
         "metric": run.metric,
         "baseline": json_number(natural(run.baseline_score, info)),
         "best_cv_score": json_number(natural(run.best_score, info)),
@@ -356,10 +346,10 @@ def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset,
         "outputs": {name: str(path) if path else None
                     for name, path in (("submission", submission_path), ("solution", solution_path))},
         # Distinct tricks applied, and those on the best solution's lineage, by source kind (card, write-up, paper).
-        "tricks_by_source": journal.tricks_by_source() if journal is not None else None,
+        "tricks_by_source": journal.tricks_by_source(),
         # Nodes, nodes verified on every fold, nodes stopped early by multi-fidelity CV, and nodes per minute.
-        "throughput": journal.throughput() if journal is not None else None,
+        "throughput": journal.throughput(),
         # The LLM's model, price, budget, tokens and estimated cost, answers and fallbacks (None without --llm).
-        "llm": None if seed_loop else proposer.usage_record(),
-        "journal": journal.to_dict() if journal is not None else None,
+        "llm": proposer.usage_record(),
+        "journal": journal.to_dict(),
     }

@@ -196,12 +196,11 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, no_e
         llm_line = _describe_llm(read_run(result.out_dir)[0].get("llm"))
         if llm_line:
             click.echo(llm_line)
-        if result.journal is not None:
-            click.echo(_describe_search(result.journal, run.stop_reason, read_run(result.out_dir)[0].get("final_fit")))
+        click.echo(_describe_search(result.journal, run.stop_reason, read_run(result.out_dir)[0].get("final_fit")))
         written = [path.name for path in (result.submission_path, result.solution_path) if path is not None]
         click.echo(f"run folder: {result.out_dir} (report.html, trace.jsonl{''.join(', ' + name for name in written)})")
         click.echo(run.summary())
-    if run.best_candidate is None:  # the submission is the trivial baseline (or the run is a seed loop's failure)
+    if run.best_candidate is None:  # the submission is the trivial baseline
         sys.exit(1)
 
 

@@ -125,10 +125,10 @@ def _change_memories(node: Node, parent: Node | None, run: RunContext,
         change=change, trick=node.trick, metric=run.metric, delta=delta, gain=gain, created_at=_now())], []
 
 
-def run_outcome(run: RunContext, result: EngineeringRun, journal: Journal | None,
+def run_outcome(run: RunContext, result: EngineeringRun, journal: Journal,
                 solution_path: Path | None) -> SolutionMemory | NegativeMemory:
     """The run's memory: its verified, refitted solution, or why it has none."""
-    best = journal.best() if journal is not None else None
+    best = journal.best()
     if best is not None and result.test_prediction is not None:
         # Drafts start from the best single model in the spec vocabulary (a free-code script only when nothing else);
         # the best itself when no node was scored on every row (a large table whose CV on every row never fitted).
@@ -193,7 +193,7 @@ class MemorySession:
         if memories or repairs:
             self.store.write_node(memories, repairs)
 
-    def finish(self, result: EngineeringRun, journal: Journal | None,
+    def finish(self, result: EngineeringRun, journal: Journal,
                solution_path: Path | None) -> SolutionMemory | NegativeMemory:
         outcome = run_outcome(self.run, result, journal, solution_path)
         self.store.write_run(self.run.run_id, outcome)

@@ -152,10 +152,10 @@ class AnytimeSubmission:
         self.how = ""  # how the standing submission was made; "" while there is none
         self.errors: list[str] = []  # offers that could not be written, and why
 
-    def offer(self, node: Node, prediction: Any, nodes: int) -> bool:
+    def offer(self, node: Node, prediction: Any) -> bool:
         """Write `node`'s predictions as the submission, and its solution.py (averaging its fold models), when it
         beats the standing one; False when it does not, or when they make no valid submission (the reason is kept in
-        `errors`). `nodes`: how many nodes the tree holds, for solution.py's headline."""
+        `errors`). Offered as it is appended, the node is the tree's last: solution.py's headline counts node.id + 1."""
         if self.node is not None and node.score <= self.node.score:
             return False
         try:
@@ -165,7 +165,7 @@ class AnytimeSubmission:
             return False
         self.node, self.how = node, "CV fold models averaged"
         try:
-            write_node_solution(self.out_dir, self.dataset, node, nodes, self.trainers, self.random_state,
+            write_node_solution(self.out_dir, self.dataset, node, node.id + 1, self.trainers, self.random_state,
                                 fold_average=True)
         except (NotRenderableError, SpecError, KeyError, TypeError, ValueError) as error:
             self.errors.append(f"node {node.id}: solution.py not rendered ({error})")

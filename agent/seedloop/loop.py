@@ -26,7 +26,7 @@ from agent.engine.steps import StepOp
 from agent.engine.trainers import Trainer
 from agent.evaluator import Evaluator
 from agent.execution.sandbox import DEFAULT_MEMORY_LIMIT
-from agent.settings import DEFAULT_CANDIDATE_TIME_LIMIT, SolveSettings
+from agent.settings import DEFAULT_CANDIDATE_TIME_LIMIT
 from agent.verify.verifier import DeterministicVerifier, Verifier
 
 
@@ -87,17 +87,6 @@ class AgenticAutoML:
         # Rendered solutions must reproduce the CV score, so "no seed" still means a fixed one.
         self.evaluator = Evaluator(cv, 0 if random_state is None else random_state, trainers, step_ops,
                                    candidate_time_limit=candidate_time_limit, memory_limit=memory_limit)
-
-    @classmethod
-    def for_settings(cls, proposer: CandidateProposer, settings: SolveSettings,
-                     on_attempt: Callable[[AttemptRecord], None] | None = None) -> AgenticAutoML:
-        """The seed loop `agent solve` runs with `settings`: the search's steps as reflection rounds, its budget and
-        seed, and the settings' patience, folds and limits."""
-        search = settings.search
-        return cls(proposer, max_iterations=search.steps, patience=settings.patience, cv=settings.cv,
-                   random_state=search.seed, time_budget=search.time_budget,
-                   candidate_time_limit=settings.candidate_time_limit, memory_limit=settings.memory_limit,
-                   on_attempt=on_attempt)
 
     @property
     def trainers(self) -> Mapping[str, Trainer]:

@@ -12,9 +12,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from agent.candidate import SolutionCandidate
 from agent.engine.steps import LOG_TARGET
-from agent.seedloop.loop import SequenceProposer
+from agent.search.builtin import BuiltinTreeProposer
 from agent.settings import SearchSettings, SolveSettings
 from agent.solve import solve_task
 from cli.agent import main
@@ -118,9 +117,10 @@ def test_multiclass_log_loss_writes_one_probability_column_per_class(tmp_path):
 
 def test_house_prices_submission_has_the_sample_ids_in_order(tmp_path):
     profile = profile_task(house_prices_dir())
-    proposer = SequenceProposer(seed=[SolutionCandidate("hist_gradient_boosting", {"max_iter": 60},
-                                                        target_transform=LOG_TARGET)])
-    result = solve_task(profile, SolveSettings(SearchSettings(steps=0), cv=3), tmp_path / "run", proposer=proposer)
+    proposer = BuiltinTreeProposer(families=("hist_gradient_boosting",))
+    result = solve_task(profile, SolveSettings(SearchSettings(num_drafts=1, steps=0), cv=3, experience=False),
+                        tmp_path / "run", proposer=proposer)
+    assert result.journal[0].candidate.target_transform == LOG_TARGET  # the prices are skewed
     assert result.run.valid_attempts == 1 and 0.1 < -result.run.best_score < 0.2  # RMSE of log prices
     submission = pd.read_csv(result.submission_path)
     sample = pd.read_csv(profile.task_dir / "sample_submission.csv")
