@@ -117,14 +117,7 @@ class PortfolioDraft:
     config: str
     spec: Mapping[str, Any]  # as the nearest pool task that measured it ran it
     measured: tuple[tuple[str, ConfigResult], ...]  # (pool task, its result there), nearest to the new task first
-
-    def seconds_for(self, rows: int) -> float | None:
-        """Its CV time on the nearest pool task that measured it, scaled to `rows` training rows (linearly, as the
-        case library scales a remembered spec's); None when that time was not recorded."""
-        result = self.measured[0][1]
-        if result.seconds <= 0 or result.rows <= 0:
-            return None
-        return result.seconds * rows / result.rows
+    nearest: TaskSignature  # the signature of measured[0]'s pool task
 
 
 @dataclass(frozen=True)
@@ -151,11 +144,12 @@ class ExperiencePack:
         kind = task_kind(signature.task_type)
         by_distance = self.neighbours(signature, k=len(self.tasks))
         results = {task.name: {result.config: result for result in task.configs} for task in self.tasks}
+        signatures = {task.name: task.signature for task in self.tasks}
         ordered = order_for(self.portfolios.get(kind, ()), self.errors(kind), by_distance[:NEIGHBOURS])
         drafts = []
         for config in ordered:
             measured = tuple((name, results[name][config]) for name in by_distance if config in results[name])
-            drafts.append(PortfolioDraft(source, config, measured[0][1].spec, measured))
+            drafts.append(PortfolioDraft(source, config, measured[0][1].spec, measured, signatures[measured[0][0]]))
         return drafts
 
     def to_dict(self) -> dict[str, Any]:

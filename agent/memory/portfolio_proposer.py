@@ -6,9 +6,9 @@ each fitted to this task's columns as a remembered spec is (agent.memory.propose
 drafts' text features when the task has free text and the configuration none. One is left out when its model is not
 available or not among `families` (--models), when its spec names a step, model or target transform this casebook
 does not know, when it is already in the journal, or when its CV time on the nearest pool task that measured it,
-scaled to this table's rows, exceeds a node's time cap; the next draft's plan names the ones left out for a reason
-other than a duplicate. Once the portfolio is used up, the inner proposer drafts as before; improvements and repairs
-are always its.
+carried to this table by the fit-time model (agent.search.fit_time), exceeds a node's time cap; the next draft's
+plan names the ones left out for a reason other than a duplicate. Once the portfolio is used up, the inner proposer
+drafts as before; improvements and repairs are always its.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from agent.engine.steps import step_op, target_op
 from agent.memory.experience import PortfolioDraft
 from agent.memory.proposer import fit_to_task
 from agent.search.builtin import TEXT_OPS, with_text_features
+from agent.search.fit_time import TableShape, carry_seconds
 from agent.search.journal import Journal, candidate_key
 from agent.search.protocols import Proposal, TreeProposer, WrappingProposer
 from retrieval.profile import TaskProfile
@@ -87,7 +88,8 @@ class PortfolioProposer(WrappingProposer):
         if journal.has(candidate_key(candidate, self.trainers), self.trainers):
             return None
         nearest_task, nearest_result = draft.measured[0]
-        seconds = draft.seconds_for(profile.n_rows)
+        seconds = carry_seconds(nearest_result.seconds, trainer, draft.nearest.shape(nearest_result.rows),
+                                TableShape.of(profile))
         if self.node_seconds is not None and seconds is not None and seconds > self.node_seconds:
             self._left_out.append(
                 f"{trainer} configuration {draft.config} (its CV took {nearest_result.seconds:.1f} s on "

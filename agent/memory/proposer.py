@@ -3,9 +3,9 @@
 - **Drafts** start from the best single-model specs of the most similar solved tasks of the same task type (close
   enough: MIN_DRAFT_SIMILARITY; one per model family), fitted to this task's columns (a step naming a column this
   task lacks is dropped); then the inner proposer drafts as before. The verifier judges them like any other node.
-  A remembered spec whose CV time, scaled to this table's rows, exceeds a node's time cap is left out (a model
-  tuned with 4,000 trees on one task would spend the cap of a shorter budget and end over time), and the next
-  draft's plan says so.
+  A remembered spec whose CV time, carried to this table (agent.search.fit_time.carry_seconds: its rows, columns
+  and text), exceeds a node's time cap is left out (a model tuned with 4,000 trees on one task would spend the cap
+  of a shorter budget and end over time), and the next draft's plan says so.
 - **Improvements** stay the inner proposer's; one that ranks retrieved tricks (the knowledge proposer's
   `use_memory`) gets a `TrickAdvice`: tricks that helped on similar tasks first, unmeasured ones next, known harm last,
   and a trick that hurt on two or more similar tasks and never helped is skipped; the plan says why.
@@ -25,6 +25,7 @@ from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.trainers import Trainer, trainer_registry
 from agent.memory.records import LEAKAGE, Effect, NegativeMemory, PastError, Recall
 from agent.memory.text import error_class, failure_message, message_key
+from agent.search.fit_time import TableShape, carry_seconds
 from agent.search.journal import Journal, Node, candidate_key
 from agent.search.protocols import Proposal, TreeProposer, WrappingProposer
 from retrieval.profile import TaskProfile
@@ -195,7 +196,8 @@ class MemoryTreeProposer(WrappingProposer):
             drafted = {node.candidate.trainer for node in journal.draft_nodes}
             if candidate.trainer not in self.trainers or candidate.trainer in drafted:
                 continue
-            seconds = solution.seconds_for(profile.n_rows)
+            seconds = carry_seconds(solution.single_seconds, candidate.trainer, signature.shape(solution.single_rows),
+                                    TableShape.of(profile))
             if self.node_seconds is not None and seconds is not None and seconds > self.node_seconds:
                 note = (f"{candidate.trainer} from {similar.task.name} (its CV took {solution.single_seconds:.1f} s on "
                         f"{solution.single_rows:,} rows, about {seconds:.1f} s here, over the {self.node_seconds:.1f} "

@@ -21,6 +21,7 @@ from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.spec import SolutionSpec
 from agent.memory.change import Change
 from agent.memory.text import message_key, size_word
+from agent.search.fit_time import TableShape
 from ingest.loaders import file_sha256
 from retrieval.metrics import describe_change
 from retrieval.profile import TRAIN_FILE, TaskProfile
@@ -69,6 +70,10 @@ class TaskSignature:
             counts[column.kind] = counts.get(column.kind, 0) + 1
         return cls(tuple(profile.labels), profile.task_type, profile.metric, profile.modality,
                    tuple(sorted(counts.items())), size_word(profile.n_rows), profile.n_rows, profile.n_cols)
+
+    def shape(self, rows: int) -> TableShape:
+        """The table as the fit-time model reads it, for a node scored on `rows` of its rows."""
+        return TableShape(rows, sum(count for _, count in self.column_kinds), dict(self.column_kinds).get("text", 0) > 0)
 
     def to_dict(self) -> dict[str, Any]:
         return {"labels": list(self.labels), "task_type": self.task_type, "metric": self.metric,
@@ -206,13 +211,6 @@ class SolutionMemory:
                    float(data["single_score"]), data.get("solution", ""), int(data.get("nodes", 0)),
                    int(data.get("best_node", 0)), data.get("created_at", ""),
                    float(data.get("single_seconds", 0.0)), int(data.get("single_rows", 0)))
-
-    def seconds_for(self, rows: int) -> float | None:
-        """The best single model's CV time scaled to `rows` training rows (linearly: about what tree models cost);
-        None when the memory did not record it."""
-        if self.single_seconds <= 0 or self.single_rows <= 0:
-            return None
-        return self.single_seconds * rows / self.single_rows
 
     @property
     def single_candidate(self) -> SolutionCandidate:

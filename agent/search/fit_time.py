@@ -8,7 +8,8 @@ parameter set for the table's size, 5-fold CV, early stopping as drafted) and sh
 A table's own cost differs from the pool's (its kinds of columns, its categories' levels): `table_factor` reads the
 drafts this search has run, and scales the model's estimate by what they took against what it expected. The search
 (agent.search.tree) uses the estimate to explore a table on a sample that its drafts fit in, and to skip a draft that
-could not finish within its cap on the rows it would be scored on.
+could not finish within its cap on the rows it would be scored on. A node time measured on another table (a case
+library's or an experience pack's) is carried to this one by the same model (`carry_seconds`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 from agent.candidate import SolutionCandidate
 from agent.search.journal import DRAFT, EXPLORED, OVER_TIME, VALID, Journal
+from retrieval.profile import TaskProfile
 
 FIT_TIMES_FILE = "fit_times.json"
 # The fewest rows a draft is explored on: fewer than this, a model's CV score says too little to be worth a node.
@@ -87,6 +89,35 @@ class FitTimeModel:
 
         path = data_path(FIT_TIMES_FILE)
         return FitTimeModel.from_dict(json.loads(path.read_text())) if path.is_file() else None
+
+
+@dataclass(frozen=True)
+class TableShape:
+    """What a node's fit time depends on beside its model: the training rows it is scored on, the feature columns,
+    and whether some of them are free text."""
+
+    rows: int
+    columns: int
+    text: bool
+
+    @classmethod
+    def of(cls, profile: TaskProfile) -> TableShape:
+        return cls(profile.n_rows, len(profile.columns), bool(profile.column_infos("text")))
+
+
+def carry_seconds(seconds: float, family: str, measured_on: TableShape, here: TableShape,
+                  model: FitTimeModel | None = None) -> float | None:
+    """A node's CV seconds measured on one table, carried to another: scaled by the ratio of the fit-time model's
+    estimates for the two (default: the bundled model), so that the measured table's own cost is kept and the fixed
+    cost is not scaled with the rows; linear in the rows for a family the model does not know. None when no time
+    was measured (an old record)."""
+    if seconds <= 0 or measured_on.rows <= 0:
+        return None
+    model = model if model is not None else FitTimeModel.bundled()
+    if model is None or not model.knows(family):
+        return seconds * here.rows / measured_on.rows
+    return seconds * (model.seconds(family, here.rows, here.columns, here.text)
+                      / model.seconds(family, measured_on.rows, measured_on.columns, measured_on.text))
 
 
 def _five_fold_rows(rows: int, folds: int) -> int:

@@ -16,6 +16,7 @@ from agent.memory.proposer import MemoryTreeProposer, fit_to_task
 from agent.memory.records import IMPROVEMENT, SETUP, SOLUTION, WORSE, task_key
 from agent.memory.store import MemoryStore
 from agent.search.builtin import BuiltinTreeProposer
+from agent.search.fit_time import TableShape, carry_seconds
 from agent.search.journal import DRAFT, Journal
 from agent.solve import solve_task
 from cli.agent import main
@@ -72,8 +73,9 @@ def test_a_remembered_spec_that_would_not_finish_within_a_nodes_cap_is_left_out_
     [solution] = store.list(kind=SOLUTION, task="attrition")
     assert solution.single_seconds == pytest.approx(remembered.elapsed) and solution.single_rows == remembered.scored_rows
     credit = profile_task(tasks["credit"].task_dir)
-    expected = solution.seconds_for(credit.n_rows)  # the same rows here: the same time
-    assert expected == pytest.approx(remembered.elapsed * credit.n_rows / remembered.scored_rows)
+    signature = store.task(solution.task_key).signature
+    expected = carry_seconds(solution.single_seconds, remembered.candidate.trainer,
+                             signature.shape(solution.single_rows), TableShape.of(credit))
     recall = store.recall(credit)
     roomy = MemoryTreeProposer(BuiltinTreeProposer(), recall, node_seconds=expected * 2)
     assert roomy.draft(credit, Journal(), random.Random(0)).plan.startswith("draft: from memory")

@@ -4,16 +4,19 @@ skips a draft that could not finish within its cap."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from agent.candidate import SolutionCandidate
 from agent.engine.spec import ValidationSpec
 from agent.engine.trainers import steps_for, trainer_registry
+from agent.memory.experience import ExperiencePack, bundled_pack_path
 from agent.search.builtin import BuiltinTreeProposer
-from agent.search.fit_time import MIN_SAMPLE_ROWS, DraftTimes, FamilyTime, FitTimeModel
+from agent.search.fit_time import MIN_SAMPLE_ROWS, DraftTimes, FamilyTime, FitTimeModel, TableShape, carry_seconds
 from agent.search.journal import DRAFT, EXPLORED, OVER_TIME, VALID, Journal, Node
 from agent.search.tree import TreeSearch
 from agent.settings import SearchSettings, SolveSettings
@@ -62,6 +65,39 @@ def test_the_table_factor_is_what_the_drafts_run_here_took_against_the_model():
     journal.append(_draft(2, "lightgbm", OVER_TIME, 9.0, 4_000))
     assert times.table_factor(journal, "lightgbm") == pytest.approx(1.5)
     assert times.expected(SolutionCandidate("random_forest"), 4_000, journal) is None  # a family it does not know
+
+
+def test_a_time_measured_on_another_table_is_carried_by_the_model():
+    model = FitTimeModel({"lightgbm": FamilyTime(2.0, 1.0, 1.0, 3.0, 100)})
+    there = TableShape(rows=1_000, columns=10, text=False)
+    assert carry_seconds(4.0, "lightgbm", there, there, model) == pytest.approx(4.0)  # the same table: as measured
+    # Ten times the rows is not ten times the time: the fixed cost (2 of the model's 3 s) is not scaled.
+    assert carry_seconds(4.0, "lightgbm", there, replace(there, rows=10_000), model) == pytest.approx(4.0 * 12 / 3)
+    assert carry_seconds(4.0, "lightgbm", there, replace(there, columns=20), model) == pytest.approx(4.0 * 4 / 3)
+    assert carry_seconds(4.0, "lightgbm", there, replace(there, text=True), model) == pytest.approx(4.0 * 5 / 3)
+    # A family the model does not know scales with the rows; a record with no time measured carries none.
+    assert carry_seconds(4.0, "random_forest", there, replace(there, rows=10_000), model) == pytest.approx(40.0)
+    assert carry_seconds(0.0, "lightgbm", there, there, model) is None
+
+
+def test_the_shipped_model_carries_the_packs_times_between_pool_tables_better_than_scaling_by_the_rows():
+    """The experience pack's configurations measured on several pool tables: each table's time carried to the next
+    table that measured the same configuration lands nearer what was measured there (bench/fit_time.py fitted the
+    model on the same build's drafts)."""
+    pack = ExperiencePack.from_dict(json.loads(bundled_pack_path().read_text()))
+    measured: dict[str, list[tuple[TableShape, float, str]]] = {}
+    for task in pack.tasks:
+        for result in task.configs:
+            if result.seconds > 0:
+                shape = task.signature.shape(result.rows)
+                measured.setdefault(result.config, []).append((shape, result.seconds, result.spec["model"]["name"]))
+    linear_errors, model_errors = [], []
+    for runs in measured.values():
+        for (there, seconds, family), (here, actual, _) in zip(runs, runs[1:]):
+            linear_errors.append(abs(math.log(seconds * here.rows / there.rows / actual)))
+            model_errors.append(abs(math.log(carry_seconds(seconds, family, there, here) / actual)))
+    assert len(model_errors) > 500
+    assert np.median(model_errors) < 0.6 * np.median(linear_errors)
 
 
 @pytest.fixture(scope="module")
