@@ -35,7 +35,7 @@ from agent.search.blending import blendable
 from agent.search.clock import BudgetClock
 from agent.search.exploration import Exploring, exploring
 from agent.search.final import FinalFit, blend_proposal, combinations, engineering_run, final_model, fold_average
-from agent.search.fit_time import FIT_SHARE, MIN_SAMPLE_ROWS, DraftTimes, FitTimeModel
+from agent.search.fit_time import FIT_SHARE, MIN_SAMPLE_ROWS, DraftTimes, FitTimeModel, TableShape
 from agent.search.journal import DRAFT, FULL, IMPROVE, SAMPLE, VALID, Journal, Node
 from agent.search.nodes import Evaluated, pipeline_code
 from agent.search.policy import SearchPolicy
@@ -111,8 +111,9 @@ class TreeSearch:
         self.verifier = verifier if verifier is not None else DeterministicVerifier()
         # How long a draft should take here (None: every draft runs on the rows the search is on, as drafted).
         fit_times = fit_times if fit_times is not None else FitTimeModel.bundled()
-        self.draft_times = DraftTimes(fit_times, len(profile.columns), bool(profile.column_infos("text")),
-                                      self.evaluator.cv) if fit_times is not None else None
+        shape = TableShape.of(profile)
+        self.draft_times = DraftTimes(fit_times, shape.columns, shape.text, self.evaluator.cv) \
+            if fit_times is not None else None
         self.on_node = on_node
         # Called with each node that becomes the best scored on every row, and its CV fold models' averaged test
         # predictions (a submission that needs no refit), so that the caller can keep a submission on disk.
