@@ -70,6 +70,20 @@ def drafts_of(run: dict) -> list[dict]:
     return sorted((node for node in run["journal"]["nodes"] if node["action"] == "draft"), key=lambda n: n["id"])
 
 
+def in_portfolio_order_by_family(drafts, positions, trainer=lambda proposal: proposal.candidate.trainer) -> bool:
+    """Whether portfolio drafts (after the reference draft, drafts[0]; `positions` in the portfolio) repeat no model
+    family while one not yet drafted was still waiting, and keep the portfolio's order within each family."""
+    families = [trainer(draft) for draft in drafts]
+    for index in range(1, len(drafts)):
+        new_families_left = set(families[index:]) - set(families[:index])
+        if new_families_left and families[index] in families[:index]:
+            return False
+    by_family = {}
+    for family, position in zip(families[1:], positions, strict=True):
+        by_family.setdefault(family, []).append(position)
+    return all(found == sorted(found) for found in by_family.values())
+
+
 def test_a_new_task_drafts_the_portfolio_after_the_reference_and_run_json_names_the_pack(home, tasks, tmp_path):
     home_dir, base = home
     credit = profile_task(tasks["credit"].task_dir)
@@ -94,7 +108,7 @@ def test_a_new_task_drafts_the_portfolio_after_the_reference_and_run_json_names_
         assert node["plan"].startswith(f"draft: portfolio draft {positions[-1]} of {len(portfolio)} from experience "
                                        f"pack pool.json (configuration {draft.config}), measured on pool tasks ")
         assert draft.measured[0][0] in node["plan"]  # the nearest pool task that measured it
-    assert positions == sorted(positions)
+    assert in_portfolio_order_by_family([drafts[0], *from_portfolio], positions, trainer=lambda n: n["spec"]["model"]["name"])
 
     record = run["experience"]
     assert [entry["file"] for entry in record["packs"]] == [str(path)]
@@ -152,7 +166,7 @@ def test_the_portfolio_leaves_out_what_this_search_cannot_use_and_says_so(home, 
         drafts.append(proposal)
     assert "portfolio" not in proposal.plan  # then the built-in drafts again
     positions = [int(re.search(r"portfolio draft (\d+) of", draft.plan)[1]) for draft in drafts[1:]]
-    assert positions and positions == sorted(positions)  # the portfolio's order
+    assert positions and in_portfolio_order_by_family(drafts, positions)
     # A configuration in the journal (the reference draft's own, say) is not drafted again.
     keys = [candidate_key(draft.candidate, proposer.trainers) for draft in drafts]
     assert len(set(keys)) == len(keys)
@@ -195,3 +209,26 @@ def test_several_packs_take_turns_and_each_configuration_drafts_once(home, tasks
     assert [(draft.pack, draft.config) for draft in drafts] == \
         [(path.name, own[0].config), ("trees.json", trees_config), *((path.name, d.config) for d in own[1:])]
     assert portfolio_drafts([], credit) == []
+
+
+def test_the_first_portfolio_drafts_are_of_model_families_not_drafted_yet(home, tasks):
+    """The search improves its best draft once its drafts are made, so a portfolio whose best configurations for a
+    task share a model family drafts one of another family first, then the rest in the portfolio's order."""
+    [(path, pack)] = packs_in_use(home[0])
+    credit = profile_task(tasks["credit"].task_dir)
+    portfolio = portfolio_drafts([(path, pack)], TaskSignature.of(credit))
+    first = portfolio[0]  # LightGBM: churn's best, solved with trees only
+    model = first.spec["model"]
+    assert model["name"] not in ("linear", "random_forest")
+    twin = replace(first, config=f"{first.config}-twin",
+                   spec={**first.spec, "model": {**model, "params": {**model["params"], "random_state": 7}}})
+    forest = replace(first, config="forest", spec={**first.spec, "model": {"name": "random_forest", "params": {}}})
+    proposer = PortfolioProposer(BuiltinTreeProposer(), [first, twin, *portfolio[1:], forest])
+    rng, made = random.Random(0), []
+    for _ in range(4):
+        journal = Journal([Node(i, None, DRAFT, p.plan, p.candidate, {}, "", VALID, 0.8, 0.8) for i, p in enumerate(made)])
+        made.append(proposer.draft(credit, journal, rng))
+    # The reference draft, the portfolio's first, the forest before the first's twin, then the twin.
+    assert [proposal.candidate.trainer for proposal in made] == ["linear", model["name"], "random_forest", model["name"]]
+    assert [re.search(r"portfolio draft (\d+) of", p.plan)[1] for p in made[1:]] == ["1", str(len(portfolio) + 2), "2"]
+    assert made[3].candidate.params["random_state"] == 7
