@@ -37,9 +37,10 @@ class SearchSettings:
     # on every row may take twice that (those are the scores that choose the best). A node stopped at its cap is
     # over time.
     node_share: float = 0.25
-    # Above this many training rows, a node is first cross-validated on a sample of this many rows (by class for
-    # classification), and only one that beats its model family's best score on the sample is then cross-validated
-    # on every row; only those scores are compared to choose the best. None: every node on every row.
+    # On a table of at least twice this many training rows (agent.search.exploration.MAX_SAMPLE_SHARE), a node is
+    # first cross-validated on a sample of this many rows (by class for classification), and only one that beats its
+    # model family's best score on the sample is then cross-validated on every row; only those scores are compared to
+    # choose the best. None: every node on every row.
     explore_rows: int | None = 20_000
     # Above this many training rows a table is large: its CV has at most `large_table_folds` folds, on the sample
     # and on every row alike, and no time is kept back for refitting a node whose fold models predicted the test set

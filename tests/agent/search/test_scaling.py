@@ -1,6 +1,6 @@
 """The budget kept and large tables searched on a sample, on real tables: a node over its time cap is over time
-(never debugged), a table above `explore_rows` is explored on a sample and only nodes cross-validated on every row
-compete for the best, a table above `large_table_rows` is cross-validated on fewer folds, the refit falls back to
+(never debugged), a table of at least twice `explore_rows` is explored on a sample of that many rows and only nodes
+cross-validated on every row compete for the best, a table above `large_table_rows` is cross-validated on fewer folds, the refit falls back to
 the CV fold models (or, for a best scored on the sample only, to as many rows as the time left allows), and
 LightGBM and CatBoost split categoricals natively and stop early on each validation fold, in the search and in a
 standalone solution.py."""
@@ -212,6 +212,22 @@ def test_lightgbm_and_catboost_split_categoricals_natively_stop_early_and_soluti
     assert math.isclose(cv, run["best_cv_score"], abs_tol=1e-6)
     ours, theirs = pd.read_csv(result.submission_path), pd.read_csv(out)
     assert ours["id"].equals(theirs["id"]) and np.allclose(ours["Status"], theirs["Status"], atol=1e-6)
+
+
+def test_a_sample_of_more_than_half_the_rows_is_not_explored_every_node_is_scored_on_every_row(credit):
+    _, profile, dataset = credit
+    rows = len(dataset.y)
+
+    def search(explore_rows):
+        settings = SearchSettings(num_drafts=2, steps=0, time_budget=None, explore_rows=explore_rows)
+        return TreeSearch(BuiltinTreeProposer(families=("linear", "lightgbm")), profile, dataset,
+                          SolveSettings(settings, cv=3)).run().journal
+
+    # Nodes promoted from a sample of more than half the rows would be scored twice on nearly the same rows.
+    assert all(node.scored_on == FULL and node.exploration is None for node in search(rows // 2 + 1))
+    explored = search(rows // 2)
+    singles = [node for node in explored if not node.members]  # a blend combines nodes scored on every row
+    assert singles and all(node.exploration.rows <= rows // 2 for node in singles)  # drawn by class: about half
 
 
 def test_a_large_table_is_cross_validated_on_fewer_folds_on_the_sample_and_on_every_row(credit):
