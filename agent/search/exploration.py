@@ -1,10 +1,10 @@
 """A large table searched on a sample first: sample, then promote.
 
 On a table of at least 1 / MAX_SAMPLE_SHARE times `explore_rows` training rows (SearchSettings) a node is first
-cross-validated on a sample of `explore_rows` rows (`exploring`), and only one that beats its model family's best on the sample, and whose CV on every row is
-estimated to fit in its cap, is cross-validated on every row (`promotion`); its `scored_on` says which. Only scores
-on every row are compared to choose the best. A table whose first drafts would not fit in their cap on every row
-(agent.search.fit_time) is explored the same way, on a sample they fit in.
+cross-validated on a sample of `explore_rows` rows (`exploring`), and only one that beats its model family's best on
+the sample, and whose CV on every row is estimated to fit in its cap, is cross-validated on every row (`promotion`);
+its `scored_on` says which. Only scores on every row are compared to choose the best. A table whose first drafts
+would not fit in their cap on every row (agent.search.fit_time) is explored the same way, on a sample they fit in.
 """
 
 from __future__ import annotations
