@@ -23,10 +23,10 @@ from dataclasses import replace
 
 from agent.candidate import SolutionCandidate
 from agent.engine.spec import SolutionSpec, SpecError
-from agent.engine.steps import step_op, target_op
+from agent.engine.steps import LOG_TARGET, step_op, target_op
 from agent.memory.experience import PortfolioDraft
 from agent.memory.proposer import fit_to_task
-from agent.search.builtin import TEXT_OPS, with_text_features
+from agent.search.builtin import TEXT_OPS, log_target_fits, with_text_features
 from agent.search.fit_time import TableShape, carry_seconds
 from agent.search.journal import Journal, candidate_key
 from agent.search.protocols import Proposal, TreeProposer, WrappingProposer
@@ -92,6 +92,15 @@ class PortfolioProposer(WrappingProposer):
             return None
         candidate, dropped = fit_to_task(
             SolutionCandidate(trainer, dict(spec.model.params), "", spec.steps, spec.target_transform), profile)
+        # The target transform is this task's, chosen as the built-in drafts choose it: a pool task's log target
+        # suited its own target, and on a target with negative values log(1 + y) is NaN (a portfolio forest measured
+        # on wage tables failed so on an income table scored by RMSE).
+        transform = LOG_TARGET if log_target_fits(profile) else None
+        if candidate.target_transform != transform:
+            measured = candidate.target_transform.op if candidate.target_transform is not None else "none"
+            dropped = (*dropped, f"its target transform {measured} for this task's "
+                                 f"{transform.op if transform is not None else 'none'}")
+            candidate = replace(candidate, target_transform=transform)
         text_note = ""
         if not {step.op for step in candidate.steps or ()} & set(TEXT_OPS):
             candidate, text_note = with_text_features(candidate, profile)

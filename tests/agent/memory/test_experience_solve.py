@@ -232,3 +232,21 @@ def test_the_first_portfolio_drafts_are_of_model_families_not_drafted_yet(home, 
     assert [proposal.candidate.trainer for proposal in made] == ["linear", model["name"], "random_forest", model["name"]]
     assert [re.search(r"portfolio draft (\d+) of", p.plan)[1] for p in made[1:]] == ["1", str(len(portfolio) + 2), "2"]
     assert made[3].candidate.params["random_state"] == 7
+
+
+def test_a_portfolio_draft_takes_this_tasks_target_transform_not_the_pool_tasks(home, tasks):
+    """A log target measured on a pool task's target is not carried to a task whose metric is not on a log scale (on
+    a target with negative values log(1 + y) is NaN): wages scored by mean absolute error are modelled raw."""
+    [(path, pack)] = packs_in_use(home[0])
+    wage = profile_task(tasks["wage"].task_dir)
+    assert wage.task_type == "regression" and not wage.metric_info.log_scale
+    credit = profile_task(tasks["credit"].task_dir)  # the pack's pool is of binary tables: a configuration of theirs
+    [first, *_] = portfolio_drafts([(path, pack)], TaskSignature.of(credit))
+    logged = replace(first, spec={**first.spec, "model": {"name": "lightgbm", "params": {}},
+                                  "target_transform": {"op": "log_target", "params": {}}})
+    proposer = PortfolioProposer(BuiltinTreeProposer(), [logged])
+    reference = proposer.draft(wage, Journal(), random.Random(0))
+    drafted = Journal([Node(0, None, DRAFT, reference.plan, reference.candidate, {}, "", VALID, 0.8, 0.8)])
+    proposal = proposer.draft(wage, drafted, random.Random(0))
+    assert "portfolio draft 1 of 1" in proposal.plan and proposal.candidate.target_transform is None
+    assert "dropped its target transform log_target for this task's none" in proposal.plan
