@@ -6,13 +6,13 @@ a model family no draft has used yet first: the search improves its best draft o
 drafts that repeat a family leave the others untried (on pool tables of 10k-20k rows the first three configurations
 were two linear models and a forest, or a linear model and two LightGBMs, and a 120 s run then fitted no boosted
 model, or no CatBoost). Each is fitted to this task's columns as a remembered spec is
-(agent.memory.proposer.fit_to_task), with the built-in drafts' text features when the task has free text and the
-configuration none. One is left out when its model is not available or not among `families` (--models), when its
-spec names a step, model or target transform this casebook does not know, when it is already in the journal, or when
-its CV time on the nearest pool task that measured it, carried to this table by the fit-time model
-(agent.search.fit_time), exceeds a node's time cap; the next draft's plan names the ones left out for a reason other
-than a duplicate. Once the portfolio is used up, the inner proposer drafts as before; improvements and repairs are
-always its.
+(agent.memory.proposer.fit_to_task), with this task's target transform, with the built-in drafts' text features when
+the task has free text and the configuration none. One is left out when its model is not available or not among
+`families` (--models), when its spec names a step, model or target transform this casebook does not know, when it is
+already in the journal, or when its CV time on the nearest pool task that measured it, carried to this table by the
+fit-time model (agent.search.fit_time), exceeds a node's time cap; the next draft's plan names the ones left out for
+a reason other than a duplicate. Once the portfolio is used up, the inner proposer drafts as before; improvements
+and repairs are always its.
 """
 
 from __future__ import annotations
