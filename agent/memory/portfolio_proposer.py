@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from agent.candidate import SolutionCandidate
-from agent.engine.spec import SolutionSpec, SpecError
+from agent.engine.spec import SolutionSpec, SpecError, Step
 from agent.engine.steps import LOG_TARGET, step_op, target_op
 from agent.memory.experience import PortfolioDraft
 from agent.memory.proposer import fit_to_task
@@ -95,11 +95,10 @@ class PortfolioProposer(WrappingProposer):
         # The target transform is this task's, chosen as the built-in drafts choose it: a pool task's log target
         # suited its own target, and on a target with negative values log(1 + y) is NaN (a portfolio forest measured
         # on wage tables failed so on an income table scored by RMSE).
-        transform = LOG_TARGET if log_target_fits(profile) else None
+        transform, transform_note = LOG_TARGET if log_target_fits(profile) else None, ""
         if candidate.target_transform != transform:
-            measured = candidate.target_transform.op if candidate.target_transform is not None else "none"
-            dropped = (*dropped, f"its target transform {measured} for this task's "
-                                 f"{transform.op if transform is not None else 'none'}")
+            transform_note = (f"; target transform {op_name(transform)} as this task's metric asks, not the pool "
+                              f"task's {op_name(candidate.target_transform)}")
             candidate = replace(candidate, target_transform=transform)
         text_note = ""
         if not {step.op for step in candidate.steps or ()} & set(TEXT_OPS):
@@ -125,10 +124,14 @@ class PortfolioProposer(WrappingProposer):
         return Proposal(candidate, (
             f"draft: portfolio draft {position} of {len(self.portfolio)} from experience pack {draft.pack} "
             f"(configuration {draft.config}), measured on pool tasks {measured}{more}: {trainer}"
-            f"{f' ({params})' if params else ''} with {ops}{text_note}{note}"))
+            f"{f' ({params})' if params else ''} with {ops}{text_note}{transform_note}{note}"))
 
 
 def model_name(draft: PortfolioDraft) -> str | None:
     """The model family a configuration fits, read from its spec as stored (None when the spec names none)."""
     model = draft.spec.get("model")
     return model.get("name") if isinstance(model, Mapping) else None
+
+
+def op_name(step: Step | None) -> str:
+    return step.op if step is not None else "none"

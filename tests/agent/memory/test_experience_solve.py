@@ -249,4 +249,4 @@ def test_a_portfolio_draft_takes_this_tasks_target_transform_not_the_pool_tasks(
     drafted = Journal([Node(0, None, DRAFT, reference.plan, reference.candidate, {}, "", VALID, 0.8, 0.8)])
     proposal = proposer.draft(wage, drafted, random.Random(0))
     assert "portfolio draft 1 of 1" in proposal.plan and proposal.candidate.target_transform is None
-    assert "dropped its target transform log_target for this task's none" in proposal.plan
+    assert "; target transform none as this task's metric asks, not the pool task's log_target" in proposal.plan
