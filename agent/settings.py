@@ -50,9 +50,11 @@ class SearchSettings:
     # predicts with its bagged fold models unless asked to refit. None: no table is large.
     large_table_rows: int | None = LARGE_ROWS
     large_table_folds: int = 3
-    # Multi-fidelity CV: once a node is verified, every later node is scored fold by fold and stopped as soon as it
-    # trails the best node on the same folds by more than `prune_z` of the best's fold-to-fold spread over the root
-    # of the folds scored (agent.engine.fit.FoldGate; bench/fold_spread.py chose it). None: every node on every fold.
+    # Multi-fidelity CV: once a node is verified, every later improvement is scored fold by fold and stopped as soon
+    # as it trails the best node on the same folds by more than `prune_z` standard deviations of a paired fold
+    # difference (measured on the run's improvements against their parents; the best's own fold-to-fold spread
+    # until it has three) over the root of the folds scored (agent.engine.fit.FoldGate; bench/fold_spread.py chose
+    # it). None: every node on every fold.
     prune_z: float | None = PRUNE_Z
 
     def large_table(self, rows: int) -> bool:

@@ -14,7 +14,7 @@ import pickle
 import shutil
 import tempfile
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,26 +83,43 @@ def cross_fit(pipeline: Pipeline, dataset: Dataset, spec: SolutionSpec, *, predi
     )
 
 
-# How far, in the bar's own fold-to-fold standard deviations (over the square root of the folds scored), a node may
-# trail the best node on the same folds and still go on. bench/fold_spread.py replays finished runs: at 1, 23% of
-# the improvements' CV time was saved, and no improvement that went on to beat the best was stopped.
-PRUNE_Z = 1.0
+# How far a node may trail the best node on the same folds and still go on, in standard deviations of a paired fold
+# difference over the square root of the folds scored. bench/fold_spread.py replays finished runs (the experience
+# pool's 30 s runs and six 120 s runs on pool tables, none of the evaluation tables): at 2, 181 of 877 improvements
+# scored on every fold would have stopped, 11% of their CV time saved (23% in the 120 s runs); 3 of the 178 that beat
+# the best would have stopped, by 0.01-0.19%. The best's own fold spread stopped 1 of them at any z from 1 to 3.
+PRUNE_Z = 2.0
+# Improvements scored on every fold that a run must have measured against their parents before their paired spread
+# is trusted; until then the bound is the best node's own fold-to-fold spread (a median 8 times wider in the replays).
+MIN_PAIRS = 3
+
+
+def paired_spread(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> float | None:
+    """The fold-to-fold standard deviation of the difference between an improvement and its parent on the same folds,
+    the median over `pairs` (each the two nodes' fold scores); None with fewer than MIN_PAIRS that differ at all.
+    Two nodes that share folds mostly rise and fall together, so their difference spreads far less than either
+    score: this, not a fold spread, is the noise a gated node's paired difference carries."""
+    spreads = [spread for child, parent in pairs
+               if (spread := float(np.std(np.subtract(child, parent)))) > 0]
+    return float(np.median(spreads)) if len(spreads) >= MIN_PAIRS else None
 
 
 @dataclass(frozen=True)
 class FoldGate:
     """Multi-fidelity CV: a node is scored fold by fold and stopped once its mean paired difference from the best
-    node on the same folds (greater is better) falls below -z * the best's fold spread / sqrt(folds scored). Every
-    node of a run shares its folds (one seed), so the difference is paired and much tighter than either score."""
+    node on the same folds (greater is better) falls below -z * spread / sqrt(folds scored). Every node of a run
+    shares its folds (one seed), so the difference is paired; its spread is the run's measured paired spread
+    (`paired_spread`), or the best node's own fold-to-fold spread before the run has measured one."""
 
     bar: tuple[float, ...]  # the best node's fold scores, greater is better
     greater_is_better: bool
     z: float = PRUNE_Z
+    spread: float | None = None  # paired_spread's; None: the bar's fold-to-fold spread
 
     def allows(self, scores: list[float]) -> bool:
         """May a node whose first folds scored `scores` (greater is better) go on?"""
         k = len(scores)
-        spread = float(np.std(self.bar)) or 1e-12
+        spread = self.spread or float(np.std(self.bar)) or 1e-12
         trailing = float(np.mean([score - bar for score, bar in zip(scores, self.bar[:k], strict=True)]))
         return trailing >= -self.z * spread / np.sqrt(k)
 

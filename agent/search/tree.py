@@ -24,7 +24,7 @@ from typing import Any
 
 from agent.candidate import EngineeringRun, SolutionCandidate
 from agent.engine.dataset import Dataset
-from agent.engine.fit import FoldGate
+from agent.engine.fit import FoldGate, paired_spread
 from agent.engine.spec import ModelSpec, SolutionSpec, SpecError
 from agent.engine.steps import StepOp
 from agent.engine.trainers import Trainer, default_steps
@@ -76,6 +76,13 @@ def with_pending(journal: Journal, drawn: Drawn) -> Journal:
     view = Journal([*journal.nodes, pending])
     view.exhausted = journal.exhausted
     return view
+
+
+
+def _every_fold(node: Node) -> bool:
+    """Scored on every row and every fold of the run's CV, its fold scores at hand: a node a gate can pair with."""
+    return (node.scored_on == FULL and node.evidence is not None and node.folds > 0
+            and len(node.evidence.fold_values) == node.folds)
 
 
 class TreeSearch:
@@ -293,15 +300,19 @@ class TreeSearch:
                          pipeline_code(spec, self.dataset, self.evaluator), SAMPLE if self.explore is not None else FULL)
 
     def _gate(self, action: str) -> FoldGate | None:
-        """Multi-fidelity CV: the bar an improvement must keep up with fold by fold, the best node's own folds. None
-        for drafts and repairs (a model family's first score starts a branch the search may improve), before a node
-        is verified, and with prune_z None."""
+        """Multi-fidelity CV: the bar an improvement must keep up with fold by fold, the best node's own folds, and
+        the spread of paired fold differences this run's improvements measured against their parents. None for
+        drafts and repairs (a model family's first score starts a branch the search may improve), before a node is
+        verified, and with prune_z None."""
         best, z = self.journal.best(), self.settings.search.prune_z
-        if action != IMPROVE or best is None or z is None or best.evidence is None or len(best.evidence.fold_values) != best.folds:
+        if action != IMPROVE or best is None or z is None or not _every_fold(best):
             return None
+        pairs = [(node.evidence.fold_values, parent.evidence.fold_values) for node in self.journal
+                 if node.action == IMPROVE and node.valid and not node.members and _every_fold(node)
+                 and (parent := self.journal.parent(node)) is not None and _every_fold(parent)]
         sign = 1.0 if self.dataset.metric_info.greater_is_better else -1.0
         return FoldGate(tuple(sign * value for value in best.evidence.fold_values),
-                        self.dataset.metric_info.greater_is_better, z)
+                        self.dataset.metric_info.greater_is_better, z, paired_spread(pairs))
 
     def _evaluate_script(self, drawn: Drawn, node_id: int, deadline: float) -> Evaluated:
         """A free-code node: the script run confined in its own folder and scored by the engine on the same folds."""

@@ -1,6 +1,6 @@
-"""Multi-fidelity CV (issue 25): a node that trails the best node on the same folds by more than the best's fold
-spread allows is stopped after its first folds; a node as good as the best runs every fold with the scores an
-ungated CV gives. On a real table."""
+"""Multi-fidelity CV (issue 25): a node that trails the best node on the same folds by more than the bound allows is
+stopped after its first folds; a node as good as the best runs every fold with the scores an ungated CV gives; the
+run's paired spread (improvements against their parents) is tighter than a fold spread. On a real table."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from agent.engine.compile import compile_spec
 from agent.engine.dataset import Dataset
-from agent.engine.fit import FoldGate, cross_fit, fold_values
+from agent.engine.fit import MIN_PAIRS, FoldGate, cross_fit, fold_values, paired_spread
 from agent.engine.spec import ModelSpec, SolutionSpec, ValidationSpec
 from agent.engine.trainers import steps_for, trainer_facts, trainer_registry
 from retrieval.profile import profile_task
@@ -50,12 +50,30 @@ def test_a_node_far_behind_the_best_stops_after_its_first_folds_and_one_level_wi
 
 def test_the_bound_widens_with_the_spread_and_narrows_with_the_folds_scored():
     bar = (0.80, 0.82, 0.78, 0.81, 0.79)  # a fold spread of about 0.014
-    gate = FoldGate(bar, greater_is_better=True)
+    gate = FoldGate(bar, greater_is_better=True, z=1.0)
     assert gate.allows([0.79])  # 0.01 behind on one fold: within one spread
     assert not gate.allows([0.78])  # 0.02 behind on one fold
     assert gate.allows([0.795, 0.81])  # 0.0075 behind on average over two folds: within 0.014 / sqrt(2) = 0.01
     assert not gate.allows([0.785, 0.805])  # 0.015 behind over two folds
     assert FoldGate(bar, greater_is_better=True, z=3.0).allows([0.78])  # a wider bound lets it go on
+    assert not FoldGate(bar, greater_is_better=True, z=3.0, spread=0.005).allows([0.78])  # a tighter spread does not
+
+
+def test_changes_of_one_node_differ_from_it_by_less_than_its_fold_spread_and_that_spread_stops_a_worse_change(credit):
+    params = trainer_facts("lightgbm").params_for(len(credit.y))
+    bar = tuple(fold_values(fitted("lightgbm", credit, **params), credit))
+    changes = ({"num_leaves": 15}, {"min_child_samples": 40}, {"colsample_bytree": 0.6}, {"reg_lambda": 5.0})
+    pairs = [(fold_values(fitted("lightgbm", credit, **{**params, **change}), credit), bar) for change in changes]
+    spread = paired_spread(pairs)
+    # The folds' own difficulty moves a node and its changes together: their difference spreads far less.
+    assert spread is not None and spread < np.std(bar) / 2
+    assert paired_spread(pairs[:MIN_PAIRS - 1]) is None  # too few changes measured to trust their spread
+
+    # Six times the learning rate trails the node on every fold, by less than its fold spread.
+    too_fast = {**params, "learning_rate": 0.3}
+    assert fitted("lightgbm", credit, FoldGate(bar, greater_is_better=True), **too_fast).complete
+    stopped = fitted("lightgbm", credit, FoldGate(bar, greater_is_better=True, spread=spread), **too_fast)
+    assert not stopped.complete and stopped.scored_folds <= 2
 
 
 def test_the_evaluator_reports_a_stopped_node_and_the_verifier_never_calls_it_valid(credit):
