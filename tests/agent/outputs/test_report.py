@@ -90,10 +90,13 @@ def test_failed_nodes_are_listed_after_the_ranking_with_their_status(solved_run)
     run, attempts = read_run(solved_run)
     broken = {**attempts[1], "valid": False, "cv_score": None, "node_status": "buggy",
               "error": "Traceback (most recent call last):\nValueError: Input X contains NaN."}
-    page = render_report(run, [broken if attempt is attempts[1] else attempt for attempt in attempts])
+    shown = [broken if attempt is attempts[1] else attempt for attempt in attempts]
+    page = render_report(run, shown)
     rows = page.split('<table class="leaderboard">')[1].split("</table>")[0].split("</tr>")[1:-1]
     failed = [row for row in rows if "<td>–</td>" in row.split("<a href")[0]]
-    assert len(rows) == min(len(attempts) - 1, 10) + len(failed) and failed  # the ranking, then every failure
+    valid = [attempt for attempt in shown if attempt["valid"]]
+    assert len(failed) == len(shown) - len(valid)  # every failure, stopped early or over time as well as buggy
+    assert len(rows) == min(len(valid), 10) + len(failed)  # the ranking, then every failure
     row = next(row for row in failed if f'href="#node-{broken["node_id"]}"' in row)
     assert '<span class="status status-buggy">buggy</span>' in row and "ValueError: Input X contains NaN." in row
 
