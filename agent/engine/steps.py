@@ -176,9 +176,8 @@ def _folds_source(n_splits: int, context: CompileContext) -> str:
 
 def _log_target(p: Mapping[str, Any], model: str) -> str:
     offset = float(p["offset"])
-    return (f"TransformedTargetRegressor(regressor={model}, transformer=FunctionTransformer("
-            f"func=shifted_log, inverse_func=shifted_exp, kw_args={{'offset': {offset!r}}}, "
-            f"inv_kw_args={{'offset': {offset!r}}}, check_inverse=False))")
+    return (f"TransformedTargetRegressor(regressor={model}, transformer=ShiftedLog(offset={offset!r}), "
+            "check_inverse=False)")
 
 
 TEXT_STATS = ("n_chars", "n_words", "n_unique_words", "upper_ratio", "n_digits", "n_punct")
@@ -346,7 +345,8 @@ TARGET_OPS: dict[str, TargetOp] = {
 }
 
 
-# Fit log(1 + y) and map predictions back: for metrics on a log or relative scale (RMSLE, MAPE).
+# Fit log(1 + y) and map predictions back: for metrics on a log or relative scale (RMSLE, MAPE). A target with
+# values of -1 or below is shifted up first (runtime.ShiftedLog).
 LOG_TARGET = Step("log_target")
 
 

