@@ -346,7 +346,7 @@ TARGET_OPS: dict[str, TargetOp] = {
 
 
 # Fit log(1 + y) and map predictions back: for metrics on a log or relative scale (RMSLE, MAPE). A target with
-# values of -1 or below is shifted up first (runtime.ShiftedLog).
+# negative values is shifted up first, its least value to 0 (runtime.ShiftedLog).
 LOG_TARGET = Step("log_target")
 
 

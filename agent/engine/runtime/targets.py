@@ -5,10 +5,10 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 
 class ShiftedLog(TransformerMixin, BaseEstimator):
-    """log(y + shift) and back. The shift is `offset` (log(1 + y) at the default) raised, when the training target
-    reaches -offset or below, so that its least value maps to log(offset): a log target on a target with negative
-    values (an income change, a profit) is fitted on a log scale instead of NaN. A target below the training range
-    (validation rows) is held at half the least shifted value, so it maps just below that range."""
+    """log(y + shift) and back. The shift is `offset` (log(1 + y) at the default) for a training target of no
+    negative value; with negative values it is raised so that the least maps to log(offset): a log target on a
+    target with negative values (an income change, a profit) is fitted on a log scale instead of NaN. A target below
+    the training range (validation rows) is held at half the least shifted value, so it maps just below that range."""
 
     def __init__(self, offset=1.0):
         self.offset = offset
