@@ -78,7 +78,6 @@ def with_pending(journal: Journal, drawn: Drawn) -> Journal:
     return view
 
 
-
 def _every_fold(node: Node) -> bool:
     """Scored on every row and every fold of the run's CV, its fold scores at hand: a node a gate can pair with."""
     return (node.scored_on == FULL and node.evidence is not None and node.folds > 0

@@ -59,7 +59,6 @@ def test_log_target_fits_logs_and_predicts_prices(house_prices):
     assert prediction.shape == (1459,) and 50_000 < np.median(prediction) < 300_000
 
 
-
 def test_a_log_target_on_a_target_with_negative_values_is_shifted_not_nan(tmp_path):
     # The wage table's wage less its median: an income change, below zero for half the rows, where log(1 + y) is NaN.
     from bench.tasks import write_task_folder
