@@ -92,9 +92,9 @@ class PortfolioProposer(WrappingProposer):
             return None
         candidate, dropped = fit_to_task(
             SolutionCandidate(trainer, dict(spec.model.params), "", spec.steps, spec.target_transform), profile)
-        # The target transform is this task's, chosen as the built-in drafts choose it: a pool task's log target
-        # suited its own target, and on a target with negative values log(1 + y) is NaN (a portfolio forest measured
-        # on wage tables failed so on an income table scored by RMSE).
+        # The target transform is this task's, chosen from its metric as the built-in drafts choose it: a pool
+        # task's log target suited that task's metric (a portfolio forest measured on wage tables scored by a
+        # relative error was drafted on an income table scored by RMSE).
         transform, transform_note = LOG_TARGET if log_target_fits(profile) else None, ""
         if candidate.target_transform != transform:
             transform_note = (f"; target transform {op_name(transform)} as this task's metric asks, not the pool "

