@@ -30,7 +30,15 @@ from agent.execution.sandbox import Limits, error_tail
 from agent.knowledge.proposer import KnowledgeTreeProposer
 from agent.llm.coder import FreeCoder
 from agent.llm.proposer import LLMProposer
-from agent.memory.experience import PACK_VERSION, ExperiencePack, effects_near, packs_in_use, portfolio_drafts
+from agent.memory.experience import (
+    PACK_VERSION,
+    ChangeGains,
+    ExperiencePack,
+    change_gains_near,
+    effects_near,
+    packs_in_use,
+    portfolio_drafts,
+)
 from agent.memory.portfolio_proposer import PortfolioProposer
 from agent.memory.recorder import MemorySession
 from agent.memory.records import TaskSignature
@@ -126,8 +134,8 @@ def solve_task(
 ) -> SolveResult:
     """Solve the task into `out_dir`. With `settings.use_kb`, the knowledge base is `kb` or the one in `kb_home`.
     With `settings.experience` and no `proposer` passed, the experience packs in use (the bundled one and those added
-    to `kb_home`) draft after the reference draft (agent.memory.portfolio_proposer) and order the retrieved tricks by
-    their measured effect.
+    to `kb_home`) draft after the reference draft (agent.memory.portfolio_proposer) and order the retrieved tricks and
+    each node's built-in changes by their measured effect.
     With `memory`, the case library moves the tree search (agent.memory.proposer) and keeps a memory of each node
     as it finishes and of the run; the task's own memories are left out unless `reuse_own_memory`."""
     started = time.time()
@@ -138,13 +146,17 @@ def solve_task(
     packs = packs_in_use(resolve_home(kb_home)) if settings.experience and proposer is None else []
     signature = TaskSignature.of(profile)
     knowledge = None
+    # Built-in changes in the order of their measured gain on the nearest pool tasks (None: today's order).
+    change_gains = change_gains_near([pack for _, pack in packs], signature) if packs else None
+    change_order = change_gains.order if change_gains is not None else None
     if proposer is None and settings.use_kb:
         base = open_knowledge(kb_home, kb, chroma_url)
         proposer = knowledge = KnowledgeTreeProposer(
             base, trick_prob=settings.search.trick_prob, families=settings.models or DRAFT_FAMILIES,
-            trick_effects=effects_near([pack for _, pack in packs], signature) if packs else None)
+            trick_effects=effects_near([pack for _, pack in packs], signature) if packs else None,
+            change_order=change_order)
     elif proposer is None:
-        proposer = BuiltinTreeProposer(families=settings.models or DRAFT_FAMILIES)
+        proposer = BuiltinTreeProposer(families=settings.models or DRAFT_FAMILIES, change_order=change_order)
     portfolio = PortfolioProposer(proposer, portfolio_drafts(packs, signature), families=settings.models,
                                   node_seconds=clock.node_seconds) if packs else None
     proposer = portfolio if portfolio is not None else proposer
@@ -249,7 +261,7 @@ def solve_task(
                                "submission": anytime.record(), "error": failure or None,
                                "model": read_model_record(out_dir) if model_path is not None else None,
                                "screening": screening.to_dict() if screening is not None else None,
-                               "experience": _experience_record(packs, portfolio, knowledge)})
+                               "experience": _experience_record(packs, portfolio, knowledge, change_gains)})
     return SolveResult(out_dir, run, submission_path, solution_path, write_report(out_dir), tuple(notes), journal)
 
 
@@ -306,7 +318,8 @@ def _throughput_words(throughput: dict[str, Any]) -> str:
 
 
 def _experience_record(packs: list[tuple[Path, ExperiencePack]], portfolio: PortfolioProposer | None,
-                       knowledge: KnowledgeTreeProposer | None) -> dict[str, Any] | None:
+                       knowledge: KnowledgeTreeProposer | None,
+                       change_gains: ChangeGains | None) -> dict[str, Any] | None:
     """run.json's `experience`: the packs the solve used and what came from them; None when it used none."""
     if not packs:
         return None
@@ -314,7 +327,9 @@ def _experience_record(packs: list[tuple[Path, ExperiencePack]], portfolio: Port
                        "date": pack.header.date, "tasks": len(pack.tasks)} for path, pack in packs],
             "portfolio_drafts": portfolio.proposed if portfolio is not None else 0,
             "measured_tricks": knowledge.measured_tricks if knowledge is not None else 0,
-            "reordered_tricks": knowledge.reordered_tricks if knowledge is not None else 0}
+            "reordered_tricks": knowledge.reordered_tricks if knowledge is not None else 0,
+            # built-in changes measured on the nearest pool tasks, which the search tries in that order
+            "measured_changes": len(change_gains.gains) if change_gains is not None else 0}
 
 
 def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset, run: EngineeringRun,

@@ -29,6 +29,7 @@ from agent.search.builtin import (
     DRAFT_FAMILIES,
     TEXT_OPS,
     BuiltinTreeProposer,
+    ChangeOrder,
     describe_score,
     drafted_families,
     sized_note,
@@ -71,14 +72,14 @@ class KnowledgeTreeProposer(TreeProposer):
 
     def __init__(self, kb, trainers: Mapping[str, Trainer] | None = None, *, trick_prob: float = 0.5, k: int = 40,
                  retrieved: Sequence[Any] | None = None, families: Sequence[str] = DRAFT_FAMILIES,
-                 trick_effects: Mapping[str, float] | None = None):
+                 trick_effects: Mapping[str, float] | None = None, change_order: ChangeOrder | None = None):
         from agent.knowledge import (
             recipes,  # the executable recipe catalogue; imported here, when knowledge is asked for
         )
 
         self.recipes = recipes
         self.kb = kb
-        self.builtin = BuiltinTreeProposer(trainers, families)
+        self.builtin = BuiltinTreeProposer(trainers, families, change_order)
         self.trainers = self.builtin.trainers
         self.trick_prob = trick_prob
         self.k = k

@@ -10,8 +10,8 @@
 - `recorder`: one solve's link to the library (`MemorySession`: the recall, a memory per node, the run's outcome);
 - `proposer`: `MemoryTreeProposer`, the memories at work in the tree search;
 - `experience`: experience packs (`ExperiencePack`, read, built and added to a home; `packs_in_use`, the portfolio's
-  drafts for a task and the measured effects of tricks near it), `portfolio`: the greedy portfolio and its order,
-  `portfolio_proposer`: `PortfolioProposer`, a task's first drafts from the packs' portfolio.
+  drafts for a task, the measured effects of tricks and the gains of built-in changes near it), `portfolio`: the
+  greedy portfolio and its order, `portfolio_proposer`: `PortfolioProposer`, a task's first drafts from the packs' portfolio.
 
 How `agent memory ...` lists what the library holds is cli/memory.py.
 """

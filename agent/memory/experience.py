@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agent.candidate import SolutionCandidate
+from agent.memory.change import Change
 from agent.memory.portfolio import config_key, nearest, normalised_error, order_for, select_portfolio
 from agent.memory.records import Memory, TaskMemory, TaskSignature, memory_from_dict
 from retrieval.metrics import metric_info
@@ -26,6 +28,10 @@ PACK_FORMAT = "casebook-experience"
 PACK_VERSION = 1
 PORTFOLIO_SIZE = 12
 NEIGHBOURS = 5
+# A built-in change (a parameter set, an encoder swapped) was measured on few pool tasks each (CatBoost's
+# max_ctr_complexity=4, the most often tried, on 94 of the 230 pool runs), so its effect is read over more neighbours
+# than a trick's: about eight measurements of a common change instead of two.
+CHANGE_NEIGHBOURS = 20
 CLASSIFICATION_TYPES = ("binary", "multiclass")
 COLUMN_KINDS = ("numeric", "categorical", "text", "datetime", "id")
 
@@ -308,8 +314,62 @@ def effects_near(packs: Sequence[ExperiencePack], signature: TaskSignature) -> d
     return {op: sum(values) / len(values) for op, values in gains.items()}
 
 
+def change_key(trainer: str, change: Change) -> str:
+    """A built-in change of a model family as experience compares it: the family, the change's op and the model
+    parameters it sets (deeper CatBoost trees are one change, shallower ones another)."""
+    return json.dumps([trainer, change.op, dict(change.params)], sort_keys=True, default=repr)
+
+
+@dataclass(frozen=True)
+class ChangeGains:
+    """What the packs measured of the built-in changes (an improvement with no retrieved trick) on a task's nearest
+    pool tasks: each change's gains over its parent, relative to the parent's score, greater is better."""
+
+    gains: Mapping[str, tuple[float, ...]]  # change_key -> gains
+
+    @staticmethod
+    def key(parent: SolutionCandidate, candidate: SolutionCandidate) -> str:
+        return change_key(parent.trainer, Change.between(parent, candidate))
+
+    @property
+    def expected(self) -> dict[str, float]:
+        """change_key -> the mean of max(gain, 0): what trying the change is expected to add to the best (a change
+        that scores worse leaves its parent standing, so it costs only its time)."""
+        return {key: sum(max(gain, 0.0) for gain in gains) / len(gains) for key, gains in self.gains.items()}
+
+    def order(self, parent: SolutionCandidate,
+              changes: Sequence[tuple[str, SolutionCandidate]]) -> list[tuple[str, SolutionCandidate]]:
+        """A node's built-in changes (why, candidate) in the order experience measured: the largest expected gain
+        first, the ones never measured in their own order, the ones that never beat their parent last; each
+        measured one's `why` says what was measured."""
+        expected = self.expected
+        ordered = order_by_effect(changes, lambda change: self.key(parent, change[1]), expected)
+        return [(why + self._evidence(self.key(parent, candidate), expected), candidate) for why, candidate in ordered]
+
+    def _evidence(self, key: str, expected: Mapping[str, float]) -> str:
+        gains = self.gains.get(key, ())
+        if not gains:
+            return ""
+        return (f" (experience: beat its parent in {sum(gain > 0 for gain in gains)} of {len(gains)} runs on similar "
+                f"pool tasks, expected gain {expected[key]:+.2%})")
+
+
+def change_gains_near(packs: Sequence[ExperiencePack], signature: TaskSignature,
+                      k: int = CHANGE_NEIGHBOURS) -> ChangeGains:
+    """The built-in changes' gains on the k nearest pool tasks of every pack (a pack's own neighbours)."""
+    gains: dict[str, list[float]] = {}
+    for pack in packs:
+        names = set(pack.neighbours(signature, k))
+        for memory in pack.memories:
+            change, gain = getattr(memory, "change", None), getattr(memory, "gain", None)
+            if (memory.task_name in names and getattr(memory, "action", None) == "improve"
+                    and getattr(memory, "trick", None) is None and change is not None and gain is not None):
+                gains.setdefault(change_key(memory.trainer, change), []).append(float(gain))
+    return ChangeGains({key: tuple(values) for key, values in gains.items()})
+
+
 def order_by_effect(items: Sequence[T], op_of: Callable[[T], str | None], effects: Mapping[str, float]) -> list[T]:
-    """Items (retrieved tricks) reordered by what experience measured: the ones that helped on similar pool tasks
+    """Items (retrieved tricks, built-in changes) reordered by what experience measured: the ones that helped on similar pool tasks
     first, most first; the ones never tried in today's order; the ones that hurt (or did nothing) last."""
     def effect(item: T) -> float | None:
         op = op_of(item)

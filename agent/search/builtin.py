@@ -13,7 +13,7 @@ of the ablation tune alike (the knowledge proposer uses this same study).
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from agent.candidate import AppliedTrick, SolutionCandidate
@@ -37,6 +37,9 @@ from retrieval.profile import TaskProfile
 # GBDT that stops early) before any forest; then AutoGluon's order of priority (LightGBM, random forest, CatBoost,
 # extra trees and XGBoost after), with scikit-learn's histogram GBDT, LightGBM's near twin, among the late ones.
 DRAFT_FAMILIES = ("linear", "lightgbm", "random_forest", "catboost", "hist_gradient_boosting", "xgboost", "extra_trees")
+# How the built-in changes of a node are ordered when experience is in use (agent.memory.experience.ChangeGains.order):
+# the parent's candidate and its changes (why, candidate) in the order below -> the order to try them in.
+ChangeOrder = Callable[[SolutionCandidate, list[tuple[str, SolutionCandidate]]], list[tuple[str, SolutionCandidate]]]
 TEXT_OPS = ("tfidf_text", "tfidf_svd")  # a draft made elsewhere with neither gets the built-in drafts' text features
 
 
@@ -93,9 +96,11 @@ def _ops(candidate: SolutionCandidate) -> list[str]:
 class BuiltinTreeProposer(TreeProposer):
     """The knowledge-free tree proposer: model families, built-in improvements, failure-reading repairs."""
 
-    def __init__(self, trainers: Mapping[str, Trainer] | None = None, families: Sequence[str] = DRAFT_FAMILIES):
+    def __init__(self, trainers: Mapping[str, Trainer] | None = None, families: Sequence[str] = DRAFT_FAMILIES,
+                 change_order: ChangeOrder | None = None):
         self.trainers = trainer_registry(trainers)
         self.families = tuple(name for name in families if name in self.trainers)
+        self.change_order = change_order  # None: the order of `improvements`
         self.tuner: Tuner | None = None  # the search's Optuna studies, made when a node is first tuned
 
     # ---- draft
@@ -124,11 +129,15 @@ class BuiltinTreeProposer(TreeProposer):
         return self.change(node, profile, journal) or self.tune(node, profile, journal, rng)
 
     def change(self, node: Node, profile: TaskProfile, journal: Journal) -> Proposal | None:
-        """The first built-in change of the node not yet in the journal, nor a parameter change that already ran
-        over its time cap on a node of the same model (it would again at full size)."""
+        """The first built-in change of the node (in experience's order, with one) not yet in the journal, nor a
+        parameter change that already ran over its time cap on a node of the same model (it would again at full
+        size)."""
         slow = [other.candidate.params for other in journal
                 if other.status == OVER_TIME and other.candidate.trainer == node.candidate.trainer]
-        for why, candidate in self.improvements(node, profile):
+        changes = self.improvements(node, profile)
+        if self.change_order is not None:
+            changes = self.change_order(node.candidate, changes)
+        for why, candidate in changes:
             changed = {name: value for name, value in candidate.params.items()
                        if node.candidate.params.get(name) != value}
             if changed and any(all(params.get(name) == value for name, value in changed.items()) for params in slow):

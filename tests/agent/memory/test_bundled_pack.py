@@ -5,14 +5,19 @@ default `agent solve`."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
 
-from agent.memory.experience import bundled_pack_path, read_pack
+from agent.memory.experience import bundled_pack_path, change_gains_near, read_pack
+from agent.memory.records import TaskSignature
+from agent.search.builtin import BuiltinTreeProposer
+from agent.search.journal import DRAFT, VALID, Node
 from bench.pool_tasks import POOL_TASKS
 from bench.tasks import EVALUATION_TASKS, RDATASETS_TASKS
 from cli.agent import main as agent
+from retrieval.profile import profile_task
 
 
 @pytest.fixture(scope="module")
@@ -52,3 +57,59 @@ def test_a_default_solve_drafts_from_the_shipped_pack_and_says_so(tasks, tmp_pat
     assert "portfolio" not in drafts[0]["plan"]  # the reference draft first
     assert run["experience"]["portfolio_drafts"] >= 1
     assert any(node["plan"].startswith("draft: portfolio draft ") for node in drafts[1:])
+
+
+EVIDENCE = re.compile(r"\(experience: beat its parent in (\d+) of (\d+) runs on similar pool tasks, expected gain "
+                      r"([+-][\d.]+)%\)$")
+
+
+def test_experience_orders_a_nodes_built_in_changes_by_their_measured_gain_on_the_nearest_pool_tasks(pack, tasks):
+    """On credit, the shipped pack's 20 nearest pool tasks measured most of a node's built-in changes: the ones that
+    beat their parent there come first (the largest expected gain first), the ones never measured keep their order,
+    the ones that never beat their parent come last; each measured one's plan says what was measured."""
+    profile = profile_task(tasks["credit"].task_dir)
+    gains = change_gains_near([pack], TaskSignature.of(profile))
+    builtin = BuiltinTreeProposer()
+    moved = 0
+    for family in ("catboost", "lightgbm", "random_forest"):
+        parent = builtin.base_candidate(family, profile)
+        node = Node(id=0, parent_id=None, action=DRAFT, plan="", candidate=parent, spec={}, code="", status=VALID,
+                    metric="roc_auc", score=0.7)
+        today = builtin.improvements(node, profile)
+        ordered = gains.order(parent, today)
+        assert today and sorted(repr(c) for _, c in ordered) == sorted(repr(c) for _, c in today)  # none lost
+        found = [EVIDENCE.search(why) for why, _ in ordered]
+        wins = [int(m.group(1)) if m else None for m in found]
+        expected = [float(m.group(3)) if m else None for m in found]
+        helped = [i for i, won in enumerate(wins) if won]
+        untried = [i for i, won in enumerate(wins) if won is None]
+        never = [i for i, won in enumerate(wins) if won == 0]
+        assert helped and helped == list(range(len(helped)))  # a change that beat its parent first
+        assert all(i < j for i in untried for j in never) and all(i < j for i in helped for j in untried + never)
+        assert [expected[i] for i in helped] == sorted((expected[i] for i in helped), reverse=True)
+        assert [why for why, _ in ordered if not EVIDENCE.search(why)] == \
+            [why for why, _ in today if why in {w for w, _ in ordered}]  # the untried in today's order
+        moved += [c for _, c in ordered] != [c for _, c in today]
+    assert moved  # experience changed the order somewhere: the test could see it
+
+
+def test_a_default_solve_improves_in_experiences_order_and_without_experience_in_todays(tasks, tmp_path):
+    def improvements(*options: str) -> tuple[dict, list[dict]]:
+        out = tmp_path / f"run{len(options)}"
+        result = CliRunner().invoke(agent, ["--home", str(tmp_path / "home"), "solve", str(tasks["credit"].task_dir),
+                                            "--models", "lightgbm", "--cv", "3", "--num-drafts", "1", "--steps", "2",
+                                            "--time-budget", "120", "--out", str(out), "--quiet", *options])
+        assert result.exit_code == 0, result.output
+        run = json.loads((out / "run.json").read_text())
+        return run, [node for node in run["journal"]["nodes"] if node["action"] == "improve"]
+
+    run, improved = improvements()
+    assert run["experience"]["measured_changes"] > 0
+    assert improved and EVIDENCE.search(improved[0]["plan"]) and int(EVIDENCE.search(improved[0]["plan"]).group(1))
+    run, improved = improvements("--no-experience")
+    assert run["experience"] is None
+    assert improved and not any("experience:" in node["plan"] for node in improved)
+    profile = profile_task(tasks["credit"].task_dir)
+    draft = Node(id=0, parent_id=None, action=DRAFT, plan="", candidate=BuiltinTreeProposer().base_candidate(
+        "lightgbm", profile), spec={}, code="", status=VALID, metric="roc_auc", score=0.7)
+    assert improved[0]["plan"].endswith(BuiltinTreeProposer().improvements(draft, profile)[0][0])  # today's first
