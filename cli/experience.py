@@ -1,4 +1,5 @@
-"""`agent experience`: build an experience pack from a pool of tasks, add one to a home, show the packs in use.
+"""`agent experience`: build an experience pack from a pool of tasks, add one to a home, show the packs in use and
+the built-in changes they measured near a task.
 A thin layer over curriculum.experience and agent.memory.experience."""
 
 from __future__ import annotations
@@ -86,6 +87,38 @@ def show_command(ctx, pack_path, as_json):
                    "(`agent experience build POOL --out FILE`, then `agent experience use FILE`)")
     for path, pack in packs:
         _summary(path, pack, as_json)
+
+
+@experience_command.command("changes")
+@click.argument("task_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the measured changes as one JSON object.")
+@click.pass_context
+def changes_command(ctx, task_dir, as_json):
+    """The built-in changes the packs in use measured on the pool tasks nearest TASK_DIR, for each model family in
+    the order `agent solve` tries them."""
+    from agent.memory.experience import PackError, change_gains_near, packs_in_use
+    from agent.memory.records import TaskSignature
+    from retrieval.profile import TaskSetupError, profile_task
+
+    try:
+        profile = profile_task(task_dir)
+        packs = [pack for _, pack in packs_in_use(ctx.obj["home"])]
+    except (TaskSetupError, PackError) as error:
+        raise CasebookError(str(error)) from error
+    changes = change_gains_near(packs, TaskSignature.of(profile)).changes() if packs else []
+    if as_json:
+        click.echo(json.dumps({"task": profile.name, "packs": len(packs),
+                               "changes": [change.to_dict() for change in changes]}))
+        return
+    if not packs:
+        click.echo("no experience pack in use: a node's built-in changes are tried in their built-in order")
+        return
+    click.echo(f"{profile.name}: {count(len(changes), 'built-in change')} measured on the nearest pool tasks; "
+               "for each model family the search tries them in this order, then the ones never measured, then "
+               "the ones that never beat their parent")
+    for change in changes:
+        what = ", ".join(f"{name}={value}" for name, value in change.params.items()) or change.op
+        click.echo(f"  {change.trainer:<24} {what:<44} {change.evidence()}")
 
 
 def _summary(path: Path, pack, as_json: bool) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agent.candidate import SolutionCandidate
+from agent.engine.trainers import trainer_facts
 from agent.memory.change import Change
 from agent.memory.portfolio import config_key, nearest, normalised_error, order_for, select_portfolio
 from agent.memory.records import Memory, TaskMemory, TaskSignature, memory_from_dict
@@ -321,37 +322,67 @@ def change_key(trainer: str, change: Change) -> str:
 
 
 @dataclass(frozen=True)
+class MeasuredChange:
+    """One built-in change of a model family and its gains over its parent in the pool runs that made it."""
+
+    trainer: str
+    op: str  # Change.op
+    params: Mapping[str, Any]  # the model parameters it sets
+    gains: tuple[float, ...]
+
+    @property
+    def wins(self) -> int:
+        return sum(gain > 0 for gain in self.gains)
+
+    @property
+    def expected_gain(self) -> float:
+        """The mean of max(gain, 0): what trying the change is expected to add to the best (a change that scores
+        worse leaves its parent standing, so it costs only its time)."""
+        return sum(max(gain, 0.0) for gain in self.gains) / len(self.gains)
+
+    def evidence(self) -> str:
+        return (f"beat its parent in {self.wins} of {len(self.gains)} runs on similar pool tasks, expected gain "
+                f"{self.expected_gain:+.2%}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"trainer": self.trainer, "op": self.op, "params": dict(self.params), "runs": len(self.gains),
+                "wins": self.wins, "expected_gain": self.expected_gain}
+
+
+@dataclass(frozen=True)
 class ChangeGains:
     """What the packs measured of the built-in changes (an improvement with no retrieved trick) on a task's nearest
     pool tasks: each change's gains over its parent, relative to the parent's score, greater is better."""
 
     gains: Mapping[str, tuple[float, ...]]  # change_key -> gains
 
-    @staticmethod
-    def key(parent: SolutionCandidate, candidate: SolutionCandidate) -> str:
-        return change_key(parent.trainer, Change.between(parent, candidate))
-
-    @property
-    def expected(self) -> dict[str, float]:
-        """change_key -> the mean of max(gain, 0): what trying the change is expected to add to the best (a change
-        that scores worse leaves its parent standing, so it costs only its time)."""
-        return {key: sum(max(gain, 0.0) for gain in gains) / len(gains) for key, gains in self.gains.items()}
+    def changes(self) -> list[MeasuredChange]:
+        """Every measured change, by model family, the largest expected gain first (the order the search tries
+        them in)."""
+        found = [MeasuredChange(*json.loads(key), gains) for key, gains in self.gains.items()]
+        return sorted(found, key=lambda change: (change.trainer, -change.expected_gain, change.op))
 
     def order(self, parent: SolutionCandidate,
               changes: Sequence[tuple[str, SolutionCandidate]]) -> list[tuple[str, SolutionCandidate]]:
         """A node's built-in changes (why, candidate) in the order experience measured: the largest expected gain
         first, the ones never measured in their own order, the ones that never beat their parent last; each
         measured one's `why` says what was measured."""
-        expected = self.expected
-        ordered = order_by_effect(changes, lambda change: self.key(parent, change[1]), expected)
-        return [(why + self._evidence(self.key(parent, candidate), expected), candidate) for why, candidate in ordered]
+        def key_of(change: tuple[str, SolutionCandidate]) -> str:
+            return change_key(parent.trainer, Change.between(parent, change[1]))
 
-    def _evidence(self, key: str, expected: Mapping[str, float]) -> str:
-        gains = self.gains.get(key, ())
-        if not gains:
-            return ""
-        return (f" (experience: beat its parent in {sum(gain > 0 for gain in gains)} of {len(gains)} runs on similar "
-                f"pool tasks, expected gain {expected[key]:+.2%})")
+        measured = {key: MeasuredChange(*json.loads(key), gains) for key, gains in self.gains.items()}
+        ordered = order_by_effect(changes, key_of, {key: change.expected_gain for key, change in measured.items()})
+        return [(why + (f" (experience: {found.evidence()})" if (found := measured.get(key_of((why, candidate))))
+                        else ""), candidate) for why, candidate in ordered]
+
+
+def built_in(trainer: str, change: Change) -> bool:
+    """Whether a change is one the built-in proposer makes (a step or the target changed, or parameters out of one of
+    the family's variations), not an Optuna trial's parameters."""
+    variations = [params for classification in (True, False)
+                  for _, params in trainer_facts(trainer).variations_for(classification)]
+    return not change.params or any(all(name in params and params[name] == value
+                                        for name, value in change.params.items()) for params in variations)
 
 
 def change_gains_near(packs: Sequence[ExperiencePack], signature: TaskSignature,
@@ -363,7 +394,8 @@ def change_gains_near(packs: Sequence[ExperiencePack], signature: TaskSignature,
         for memory in pack.memories:
             change, gain = getattr(memory, "change", None), getattr(memory, "gain", None)
             if (memory.task_name in names and getattr(memory, "action", None) == "improve"
-                    and getattr(memory, "trick", None) is None and change is not None and gain is not None):
+                    and getattr(memory, "trick", None) is None and change is not None and gain is not None
+                    and built_in(memory.trainer, change)):
                 gains.setdefault(change_key(memory.trainer, change), []).append(float(gain))
     return ChangeGains({key: tuple(values) for key, values in gains.items()})
 

@@ -10,6 +10,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
+from agent.engine.trainers import trainer_facts
 from agent.memory.experience import bundled_pack_path, change_gains_near, read_pack
 from agent.memory.records import TaskSignature
 from agent.search.builtin import BuiltinTreeProposer
@@ -113,3 +114,25 @@ def test_a_default_solve_improves_in_experiences_order_and_without_experience_in
     draft = Node(id=0, parent_id=None, action=DRAFT, plan="", candidate=BuiltinTreeProposer().base_candidate(
         "lightgbm", profile), spec={}, code="", status=VALID, metric="roc_auc", score=0.7)
     assert improved[0]["plan"].endswith(BuiltinTreeProposer().improvements(draft, profile)[0][0])  # today's first
+
+
+def test_agent_experience_changes_lists_the_built_in_changes_measured_near_a_task_and_no_tuning_trial(tasks, tmp_path):
+    def changes(*options: str) -> str:
+        result = CliRunner().invoke(agent, ["--home", str(tmp_path / "home"), "experience", "changes",
+                                            str(tasks["credit"].task_dir), *options])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    listed = json.loads(changes("--json"))
+    assert listed["task"] == "credit" and listed["packs"] == 1 and listed["changes"]
+    by_family: dict[str, list[float]] = {}
+    for change in listed["changes"]:
+        # a step or the target changed, or parameters out of one of the family's own variations: an Optuna trial's
+        # parameters (pool runs tuned their best nodes) are no built-in change
+        variations = [params for classification in (True, False)
+                      for _, params in trainer_facts(change["trainer"]).variations_for(classification)]
+        assert not change["params"] or any(change["params"].items() <= params.items() for params in variations)
+        assert 0 <= change["wins"] <= change["runs"]
+        by_family.setdefault(change["trainer"], []).append(change["expected_gain"])
+    assert all(gains == sorted(gains, reverse=True) for gains in by_family.values())  # the order the search tries
+    assert changes().startswith(f"credit: {len(listed['changes'])} built-in changes measured")
