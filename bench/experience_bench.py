@@ -201,6 +201,8 @@ def markdown(runs: dict[str, dict]) -> str:
         tasks = [task for task, cell_budget, cell_arm in cells if cell_budget == budget and cell_arm == REFERENCE]
         for arm in arms:
             mine = [task for task in tasks if (task, budget, arm) in cells]
+            if not mine:  # an arm not run at this budget
+                continue
             to_none = [value for value in (ratio(task, budget, arm, REFERENCE) for task in mine) if value is not None]
             to_ag = [value for value in (ratio(task, budget, arm, "autogluon") for task in mine) if value is not None]
             fast = [all(item is not None and item[1] <= item[0] / 2 for item in found)
