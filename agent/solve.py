@@ -329,7 +329,7 @@ def _experience_record(packs: list[tuple[Path, ExperiencePack]], portfolio: Port
             "measured_tricks": knowledge.measured_tricks if knowledge is not None else 0,
             "reordered_tricks": knowledge.reordered_tricks if knowledge is not None else 0,
             # built-in changes measured on the nearest pool tasks, which the search tries in that order
-            "measured_changes": len(change_gains.gains) if change_gains is not None else 0}
+            "measured_changes": len(change_gains.measured) if change_gains is not None else 0}
 
 
 def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset, run: EngineeringRun,

@@ -11,7 +11,8 @@
 - `proposer`: `MemoryTreeProposer`, the memories at work in the tree search;
 - `experience`: experience packs (`ExperiencePack`, read, built and added to a home; `packs_in_use`, the portfolio's
   drafts for a task, the measured effects of tricks and the gains of built-in changes near it), `portfolio`: the
-  greedy portfolio and its order, `portfolio_proposer`: `PortfolioProposer`, a task's first drafts from the packs' portfolio.
+  greedy portfolio and its order, `portfolio_proposer`: `PortfolioProposer`, a task's first drafts from the packs'
+  portfolio.
 
 How `agent memory ...` lists what the library holds is cli/memory.py.
 """

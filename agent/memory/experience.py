@@ -354,29 +354,27 @@ class ChangeGains:
     """What the packs measured of the built-in changes (an improvement with no retrieved trick) on a task's nearest
     pool tasks: each change's gains over its parent, relative to the parent's score, greater is better."""
 
-    gains: Mapping[str, tuple[float, ...]]  # change_key -> gains
+    measured: Mapping[str, MeasuredChange]  # change_key -> the change and its gains
 
     def changes(self) -> list[MeasuredChange]:
         """Every measured change, by model family, the largest expected gain first (the order the search tries
         them in)."""
-        found = [MeasuredChange(*json.loads(key), gains) for key, gains in self.gains.items()]
-        return sorted(found, key=lambda change: (change.trainer, -change.expected_gain, change.op))
+        return sorted(self.measured.values(), key=lambda change: (change.trainer, -change.expected_gain, change.op))
 
     def order(self, parent: SolutionCandidate,
               changes: Sequence[tuple[str, SolutionCandidate]]) -> list[tuple[str, SolutionCandidate]]:
         """A node's built-in changes (why, candidate) in the order experience measured: the largest expected gain
         first, the ones never measured in their own order, the ones that never beat their parent last; each
         measured one's `why` says what was measured."""
-        def key_of(change: tuple[str, SolutionCandidate]) -> str:
-            return change_key(parent.trainer, Change.between(parent, change[1]))
+        keyed = [(change_key(parent.trainer, Change.between(parent, candidate)), why, candidate)
+                 for why, candidate in changes]
+        ordered = order_by_effect(keyed, lambda item: item[0],
+                                  {key: change.expected_gain for key, change in self.measured.items()})
+        return [(why + (f" (experience: {self.measured[key].evidence()})" if key in self.measured else ""), candidate)
+                for key, why, candidate in ordered]
 
-        measured = {key: MeasuredChange(*json.loads(key), gains) for key, gains in self.gains.items()}
-        ordered = order_by_effect(changes, key_of, {key: change.expected_gain for key, change in measured.items()})
-        return [(why + (f" (experience: {found.evidence()})" if (found := measured.get(key_of((why, candidate))))
-                        else ""), candidate) for why, candidate in ordered]
 
-
-def built_in(trainer: str, change: Change) -> bool:
+def _built_in(trainer: str, change: Change) -> bool:
     """Whether a change is one the built-in proposer makes (a step or the target changed, or parameters out of one of
     the family's variations), not an Optuna trial's parameters."""
     variations = [params for classification in (True, False)
@@ -389,20 +387,25 @@ def change_gains_near(packs: Sequence[ExperiencePack], signature: TaskSignature,
                       k: int = CHANGE_NEIGHBOURS) -> ChangeGains:
     """The built-in changes' gains on the k nearest pool tasks of every pack (a pack's own neighbours)."""
     gains: dict[str, list[float]] = {}
+    changes: dict[str, tuple[str, Change]] = {}
     for pack in packs:
         names = set(pack.neighbours(signature, k))
         for memory in pack.memories:
             change, gain = getattr(memory, "change", None), getattr(memory, "gain", None)
             if (memory.task_name in names and getattr(memory, "action", None) == "improve"
                     and getattr(memory, "trick", None) is None and change is not None and gain is not None
-                    and built_in(memory.trainer, change)):
-                gains.setdefault(change_key(memory.trainer, change), []).append(float(gain))
-    return ChangeGains({key: tuple(values) for key, values in gains.items()})
+                    and _built_in(memory.trainer, change)):
+                key = change_key(memory.trainer, change)
+                gains.setdefault(key, []).append(float(gain))
+                changes[key] = (memory.trainer, change)
+    return ChangeGains({key: MeasuredChange(trainer, change.op, dict(change.params), tuple(gains[key]))
+                        for key, (trainer, change) in changes.items()})
 
 
 def order_by_effect(items: Sequence[T], op_of: Callable[[T], str | None], effects: Mapping[str, float]) -> list[T]:
-    """Items (retrieved tricks, built-in changes) reordered by what experience measured: the ones that helped on similar pool tasks
-    first, most first; the ones never tried in today's order; the ones that hurt (or did nothing) last."""
+    """Items (retrieved tricks, built-in changes) reordered by what experience measured: the ones that helped on
+    similar pool tasks first, most first; the ones never tried in today's order; the ones that hurt (or did nothing)
+    last."""
     def effect(item: T) -> float | None:
         op = op_of(item)
         return effects.get(op) if op else None
