@@ -65,6 +65,8 @@ def trace_line(node: Node, journal: Journal, llm: Mapping[str, Any] | None = Non
         "exploration": node.exploration.to_dict() if node.exploration is not None else None,
         # Its fidelity: the CV folds scored, of the run's; fewer when multi-fidelity CV stopped it early.
         "folds_scored": node.folds_scored, "folds": node.folds,
+        # What the proposer asked for, when the search ran it sized to its time cap (a higher learning rate).
+        "proposed": node.proposed.to_dict() if node.proposed is not None else None,
         **extra,
     }
 

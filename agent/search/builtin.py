@@ -202,7 +202,7 @@ class BuiltinTreeProposer(TreeProposer):
         why = f", as {trick.describe()} suggests" if trick is not None else ""
         return Proposal(trial.candidate, f"improve node {node.id} ({node.candidate.trainer}, "
                                          f"{describe_score(node, profile)}): Optuna trial {trial.number} (TPE) of the "
-                                         f"study around node {trial.centre}: {values}{why}")
+                                         f"study around node {trial.centre}: {values}{why}", rate_may_rise=False)
 
     def observe(self, node: Node) -> None:
         """A verified node: the Optuna study that asked for it learns its score (the exploration sample's, when the

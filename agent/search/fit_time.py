@@ -10,6 +10,11 @@ drafts this search has run, and scales the model's estimate by what they took ag
 (agent.search.tree) uses the estimate to explore a table on a sample that its drafts fit in, and to skip a draft that
 could not finish within its cap on the rows it would be scored on. A node time measured on another table (a case
 library's or an experience pack's) is carried to this one by the same model (`carry_seconds`).
+
+An improvement is sized from its parent's own CV instead (`size_change`): the parent's seconds scaled by the seed bag
+and the boosting rounds the change should train (`change_seconds`), corrected by what this table's changes took
+(`change_factor`). A change that would not fit within its cap runs at a higher learning rate with its rounds capped
+(a write-up's learning rate of 0.01 is for hours of training), or is skipped before it runs.
 """
 
 from __future__ import annotations
@@ -18,11 +23,12 @@ import functools
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agent.candidate import SolutionCandidate
-from agent.search.journal import DRAFT, EXPLORED, OVER_TIME, VALID, Journal
+from agent.engine.trainers import trainer_facts
+from agent.search.journal import DRAFT, EXPLORED, IMPROVE, OVER_TIME, VALID, Journal, Node
 from retrieval.profile import TaskProfile
 
 FIT_TIMES_FILE = "fit_times.json"
@@ -170,9 +176,166 @@ class DraftTimes:
             elif node.status == OVER_TIME and trainer == family:
                 bounds.append(ratio)
         ratios = [ratio for trainer, ratio in finished if trainer == family] or [ratio for _, ratio in finished]
-        factor = math.exp(sum(math.log(ratio) for ratio in ratios) / len(ratios)) if ratios else 1.0
-        return max([factor, *bounds])
+        return _correction(ratios, bounds)
+
+
+def _correction(ratios: list[float], bounds: list[float]) -> float:
+    """The geometric mean of measured / expected `ratios`, and at least each of `bounds` (over-time nodes' ratios,
+    lower bounds); 1 with neither."""
+    factor = math.exp(sum(math.log(ratio) for ratio in ratios) / len(ratios)) if ratios else 1.0
+    return max([factor, *bounds])
 
 
 def _bag(candidate: SolutionCandidate) -> int:
     return int(candidate.params.get("seed_bag") or 1)
+
+
+# ---- improvements: sized from the parent's own CV
+
+
+@dataclass(frozen=True)
+class SizedChange:
+    """An improvement sized to the seconds it may take, from its parent's CV on the same rows (`size_change`):
+    `candidate` is what to run (the change itself, or with the learning rate raised until it fits), None when no
+    rate the change allows fits; `note` says what was done, in words ("" when the change runs as proposed)."""
+
+    candidate: SolutionCandidate | None
+    expected: float  # the seconds the change as proposed should take
+    note: str = ""
+
+
+def change_seconds(parent: Node, candidate: SolutionCandidate, rows: int) -> float | None:
+    """The seconds a change of `parent` should take on `rows` rows, from the parent's own CV on those rows: scaled by
+    the seed bag and by the trees or boosting rounds it should train. A GBDT that stops early keeps about as many
+    trees as its parent kept times the parent's learning rate over its own (the trees' size left aside), and trains
+    its patience beyond them, within its cap on the rounds. None when the parent is not one model of the same family
+    measured on those rows."""
+    pace = _Pace.of(parent, candidate, rows)
+    return pace.seconds(candidate) if pace is not None else None
+
+
+def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: float, factor: float = 1.0,
+                rate_may_rise: bool = True) -> SizedChange | None:
+    """The change of `parent` sized to the `seconds` it may take, its expected seconds multiplied by `factor` (how
+    much longer this table's changes like it took than expected, `change_factor`). A change that learns slower than its
+    parent must fit in FIT_SHARE of them: shallower or more regularised trees also keep more trees than its rate
+    alone says (a write-up's slow-learning parameters took up to 4x the estimate, bench/change_times.py). One that
+    does not fit runs, when `rate_may_rise`, at the lowest learning rate up to the parent's that fits, with no more
+    rounds than fit in all of its seconds at the parent's pace; otherwise, or when no such rate fits, it is over time
+    before it runs (no candidate). None when `change_seconds` cannot tell."""
+    pace = _Pace.of(parent, candidate, rows)
+    if pace is None:
+        return None
+    expected = pace.seconds(candidate) * factor
+    facts = trainer_facts(candidate.trainer)
+    rate, parent_rate = _rate(candidate), _rate(parent.candidate)
+    slower = _slower(parent, candidate)
+    if expected <= (FIT_SHARE if slower else 1.0) * seconds:
+        return SizedChange(candidate, expected)
+    share = f"{FIT_SHARE:.0%} of " if slower else ""
+    over = f"about {expected:.1f} s expected from node {parent.id}'s CV, over {share}the {max(seconds, 0):.1f} s it may take"
+    kept = pace.child_kept(candidate)
+    if slower and rate_may_rise and kept is not None:
+        patience = float(candidate.params["early_stopping_rounds"])
+        # rounds that fit: FIT_SHARE of the seconds for the trees the rate should keep, all of them as the cap
+        room = FIT_SHARE * seconds / factor / pace.per_round(candidate) - patience
+        needed = kept * rate / room if room > 0 else math.inf
+        if needed <= parent_rate:
+            cap = int(seconds / factor / pace.per_round(candidate))
+            params = {**candidate.params, facts.learning_rate_param: min(_round_up(max(needed, rate)), parent_rate),
+                      facts.rounds_param: min(int(_trained(candidate, None)), cap)}
+            sized = replace(candidate, params=params)
+            return SizedChange(sized, expected, f"at {facts.learning_rate_param}={params[facts.learning_rate_param]:g} "
+                                                f"and at most {params[facts.rounds_param]} {facts.rounds_param} "
+                                                f"instead of {rate:g}: as proposed, {over}")
+    return SizedChange(None, expected, f"over time before it ran: {over}")
+
+
+def change_factor(journal: Journal, parent: Node, candidate: SolutionCandidate) -> float:
+    """How much longer than `change_seconds` expects this table's changes like `candidate` took: those of its model
+    family that learn slower than their parent when it does, the others when it does not (a write-up's slow
+    learning errs several times more than a change of the trees, and must not make every change look slow). The
+    geometric mean of measured / expected over those that ran every fold, and at least what one that ran over its
+    cap shows (its seconds are a lower bound); 1 before any ran."""
+    finished, bounds = [], []
+    slower = _slower(parent, candidate)
+    for node in journal:
+        before = journal.parent(node)
+        if (node.action != IMPROVE or before is None or node.first_cv_seconds <= 0
+                or node.candidate.trainer != candidate.trainer or _slower(before, node.candidate) != slower):
+            continue
+        expected = change_seconds(before, node.candidate, node.first_cv_rows)
+        if expected is None or expected <= 0:
+            continue
+        if node.status in (VALID, EXPLORED):
+            finished.append(node.first_cv_seconds / expected)
+        elif node.status == OVER_TIME:
+            bounds.append(node.first_cv_seconds / expected)
+    return _correction(finished, bounds)
+
+
+def _slower(parent: Node, candidate: SolutionCandidate) -> bool:
+    """Whether `candidate` learns slower than its parent: a lower learning rate of the same GBDT."""
+    return (candidate.trainer == parent.candidate.trainer and trainer_facts(candidate.trainer).learning_rate_param
+            is not None and _rate(candidate) < _rate(parent.candidate))
+
+
+@dataclass(frozen=True)
+class _Pace:
+    """A parent's CV as a change of it is sized from: its seconds on every fold, the rounds it trained, and the
+    trees it kept on average (None without early stopping)."""
+
+    cv_seconds: float
+    bag: int
+    trained: float
+    kept: float | None
+    rate: float
+
+    @classmethod
+    def of(cls, parent: Node, candidate: SolutionCandidate, rows: int) -> _Pace | None:
+        evidence = parent.evidence
+        if (evidence is None or parent.members or candidate.trainer != parent.candidate.trainer
+                or parent.first_cv_rows != rows or parent.first_cv_seconds <= 0):
+            return None
+        seconds = parent.first_cv_seconds
+        if parent.exploration is None and evidence.stopped_early:  # the fold gate stopped it: every fold costs more
+            seconds *= evidence.folds / len(evidence.fold_values)
+        rounds = evidence.stopped_rounds
+        kept = sum(rounds.values()) / len(rounds) if rounds and trainer_facts(candidate.trainer).rounds_param else None
+        return cls(seconds, _bag(parent.candidate), _trained(parent.candidate, kept), kept, _rate(parent.candidate))
+
+    def child_kept(self, candidate: SolutionCandidate) -> float | None:
+        return self.kept * self.rate / _rate(candidate) if self.kept is not None else None
+
+    def per_round(self, candidate: SolutionCandidate) -> float:
+        """Seconds per round trained (per fit, for a model without rounds), with the candidate's seed bag."""
+        return self.cv_seconds * _bag(candidate) / self.bag / self.trained
+
+    def seconds(self, candidate: SolutionCandidate) -> float:
+        return self.per_round(candidate) * _trained(candidate, self.child_kept(candidate))
+
+
+def _trained(candidate: SolutionCandidate, kept: float | None) -> float:
+    """Rounds a model trains: a GBDT that stops early, the trees it keeps and its patience past them, within its
+    cap; any other, its cap (1 for a model without rounds)."""
+    facts = trainer_facts(candidate.trainer)
+    if facts.rounds_param is None:
+        return 1.0
+    cap = float(candidate.params.get(facts.rounds_param) or facts.default_rounds or 1)
+    if kept is None or candidate.params.get("early_stopping_rounds") is None:
+        return cap
+    return max(min(cap, kept + float(candidate.params["early_stopping_rounds"])), 1.0)
+
+
+def _rate(candidate: SolutionCandidate) -> float:
+    """Its learning rate (1 for a model without one)."""
+    facts = trainer_facts(candidate.trainer)
+    if facts.learning_rate_param is None:
+        return 1.0
+    return float(candidate.params.get(facts.learning_rate_param) or facts.default_learning_rate or 1.0)
+
+
+def _round_up(value: float) -> float:
+    """`value` rounded up to two significant digits (a learning rate a plan can name)."""
+    step = 10 ** (math.floor(math.log10(value)) - 1)
+    return round(math.ceil(round(value / step, 9)) * step, 12)

@@ -86,6 +86,9 @@ class Node:
     # before): fewer when multi-fidelity CV stopped it early.
     folds_scored: int = 0
     folds: int = 0
+    # What the proposer asked for, when the search ran it sized to its time cap instead (a higher learning rate,
+    # agent.search.fit_time.size_change): a proposer that asks for it again finds it in the journal (Journal.has).
+    proposed: SolutionCandidate | None = None
     # What the node was judged on, and the verdict whole, as the search made them; the trace lines and the refit's
     # estimates read them. Kept in memory only (None in a journal read back): the fields above are their record.
     evidence: Evidence | None = field(default=None, compare=False, repr=False)
@@ -135,6 +138,7 @@ class Node:
             "exploration": self.exploration.to_dict() if self.exploration is not None else None,
             "folds_scored": self.folds_scored, "folds": self.folds,
             "stopped_early": self.status == STOPPED_EARLY,
+            "proposed": self.proposed.to_dict() if self.proposed is not None else None,
         }
 
     @classmethod
@@ -153,6 +157,7 @@ class Node:
             scored_on=data.get("scored_on", FULL), scored_rows=int(data.get("scored_rows") or 0),
             exploration=Exploration.from_dict(data["exploration"]) if data.get("exploration") else None,
             folds_scored=int(data.get("folds_scored") or 0), folds=int(data.get("folds") or 0),
+            proposed=SolutionCandidate.from_dict(data["proposed"]) if data.get("proposed") else None,
         )
 
 
@@ -355,7 +360,9 @@ class Journal:
         return {"applied": count(self._nodes), "winning": count(self.lineage(best) if best is not None else [])}
 
     def has(self, key: str, trainers: Mapping[str, Trainer] | None = None) -> bool:
-        return any(candidate_key(node.candidate, trainers) == key for node in self._nodes)
+        return any(candidate_key(node.candidate, trainers) == key
+                   or (node.proposed is not None and candidate_key(node.proposed, trainers) == key)
+                   for node in self._nodes)
 
     def to_dict(self) -> dict[str, Any]:
         return {"nodes": [node.to_dict() for node in self._nodes], "exhausted": sorted(self.exhausted)}

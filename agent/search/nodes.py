@@ -46,6 +46,7 @@ class Evaluated:
     scored_on: str = FULL  # the data `evidence` comes from: FULL (every training row) or SAMPLE
     exploration: Exploration | None = None  # its score on the exploration sample, when it was explored first
     members: tuple[int, ...] = ()  # for a blend: the nodes it combines
+    proposed: SolutionCandidate | None = None  # what the proposer asked for, when `candidate` is it sized (Node.proposed)
 
     def node(self, node_id: int, verdict: Verdict, started: float, max_debug_depth: int, rows: int) -> Node:
         """The journal's node `node_id`, judged by `verdict`, its evaluation started `started` seconds into the
@@ -70,7 +71,8 @@ class Evaluated:
             debug_depth=debug_depth, elapsed=evidence.elapsed, started=started, members=self.members,
             failure=verdict.failure, findings=verdict.findings, scored_on=self.scored_on,
             scored_rows=evidence.rows or rows, exploration=self.exploration, folds_scored=len(evidence.fold_values),
-            folds=evidence.folds or self.spec.validation.n_splits, evidence=evidence, verdict=verdict,
+            folds=evidence.folds or self.spec.validation.n_splits, proposed=self.proposed, evidence=evidence,
+            verdict=verdict,
         )
 
 

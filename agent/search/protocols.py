@@ -39,6 +39,9 @@ class Proposal:
     # Free code (agent.llm's coder): a script the tree runs confined and scores itself (Evaluator.evaluate_script);
     # the candidate is then SolutionCandidate(FREE_CODE, steps=()), a record of what the node is.
     script: str | None = None
+    # Whether the search may raise the candidate's learning rate to fit its time cap (agent.search.fit_time.
+    # size_change); False for an Optuna trial, whose study chose the rate and is told the score of what it asked for.
+    rate_may_rise: bool = True
 
 
 @dataclass(frozen=True)

