@@ -254,11 +254,12 @@ def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: 
 def change_factor(journal: Journal, parent: Node, candidate: SolutionCandidate) -> float:
     """How much longer than `change_seconds` expects this table's changes like `candidate` took: those of its model
     family that learn slower than their parent when it does, the others when it does not (a write-up's slow
-    learning errs several times more than a change of the trees, and must not make every change look slow). The
-    geometric mean of measured / expected over those that ran every fold, and at least what one that ran over its
-    cap shows (its seconds are a lower bound); 1 before any ran."""
+    learning errs several times more than a change of the trees). The geometric mean of measured / expected over
+    those that ran every fold, and at least what the same change (the same parameters, steps and target) shows
+    where it ran over its cap on another node (its seconds are a lower bound); 1 before any ran. Only the same
+    change's overrun counts: deeper trees that ran over time say nothing of a stronger L2."""
     finished, bounds = [], []
-    slower = _slower(parent, candidate)
+    slower, change = _slower(parent, candidate), _change(parent, candidate)
     for node in journal:
         before = journal.parent(node)
         if (node.action != IMPROVE or before is None or node.first_cv_seconds <= 0
@@ -269,9 +270,16 @@ def change_factor(journal: Journal, parent: Node, candidate: SolutionCandidate) 
             continue
         if node.status in (VALID, EXPLORED):
             finished.append(node.first_cv_seconds / expected)
-        elif node.status == OVER_TIME:
+        elif node.status == OVER_TIME and _change(before, node.proposed or node.candidate) == change:
             bounds.append(node.first_cv_seconds / expected)
     return _correction(finished, bounds)
+
+
+def _change(parent: Node, candidate: SolutionCandidate) -> tuple[Any, ...]:
+    """What a change does to its parent: the parameters it sets to other values, its steps and its target."""
+    params = sorted((name, repr(value)) for name, value in candidate.params.items()
+                    if parent.candidate.params.get(name) != value)
+    return tuple(params), candidate.steps, candidate.target_transform
 
 
 def _slower(parent: Node, candidate: SolutionCandidate) -> bool:

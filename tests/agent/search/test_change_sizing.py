@@ -126,3 +126,15 @@ def test_the_search_runs_a_slow_change_sized_to_its_cap_and_records_what_was_ask
     assert change_factor(journal, draft, improvement.proposed) == pytest.approx(ran)
     assert change_factor(journal, draft, replace(draft.candidate, params={**draft.candidate.params,
                                                                           "num_leaves": 15})) == 1.0
+
+
+def test_a_change_that_ran_over_time_makes_the_same_change_look_slower_and_no_other(parent):
+    """The same change's overrun is a lower bound on what it takes here; another change's says nothing of it."""
+    change = _changed(parent, **CRAWL)
+    over = replace(parent, id=1, parent_id=0, action=IMPROVE, candidate=change, status=OVER_TIME, elapsed=1e4,
+                   evidence=None)
+    journal = Journal([parent, over])
+    bound = 1e4 / change_seconds(parent, change, parent.scored_rows)
+    assert change_factor(journal, parent, change) == pytest.approx(bound)
+    other = _changed(parent, learning_rate=0.01)  # also slower, but another change
+    assert change_factor(journal, parent, other) == 1.0
