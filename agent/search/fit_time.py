@@ -219,7 +219,7 @@ def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: 
     """The change of `parent` sized to the `seconds` it may take, its expected seconds multiplied by `factor` (how
     much longer this table's changes like it took than expected, `change_factor`). A change that learns slower than its
     parent must fit in FIT_SHARE of them: shallower or more regularised trees also keep more trees than its rate
-    alone says (a write-up's slow-learning parameters took up to 4x the estimate, bench/change_times.py). One that
+    alone says (a write-up's slow-learning parameters took 3.8 times the estimate on the median, bench/change_times.py). One that
     does not fit runs, when `rate_may_rise`, at the lowest learning rate up to the parent's that fits, with no more
     rounds than fit in all of its seconds at the parent's pace; otherwise, or when no such rate fits, it is over time
     before it runs (no candidate). None when `change_seconds` cannot tell."""
@@ -235,7 +235,7 @@ def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: 
     share = f"{FIT_SHARE:.0%} of " if slower else ""
     over = f"about {expected:.1f} s expected from node {parent.id}'s CV, over {share}the {max(seconds, 0):.1f} s it may take"
     kept = pace.child_kept(candidate)
-    if slower and rate_may_rise and kept is not None:
+    if slower and rate_may_rise and kept is not None and candidate.params.get("early_stopping_rounds") is not None:
         patience = float(candidate.params["early_stopping_rounds"])
         # rounds that fit: FIT_SHARE of the seconds for the trees the rate should keep, all of them as the cap
         room = FIT_SHARE * seconds / factor / pace.per_round(candidate) - patience

@@ -92,6 +92,9 @@ def test_what_no_rate_fits_and_an_optuna_trial_that_does_not_fit_are_over_time_b
     assert trial.candidate is None  # its study chose the rate: it is told the node failed, never another rate
     bagged = size_change(parent, _changed(parent, seed_bag=20), rows, seconds=2 * parent.elapsed)
     assert bagged.candidate is None and "over the" in bagged.note
+    # Without early stopping a GBDT trains all its rounds at any rate: a higher one would not make it fit.
+    unstopped = size_change(parent, _changed(parent, **CRAWL, early_stopping_rounds=None), rows, 4 * parent.elapsed)
+    assert unstopped.candidate is None
 
 
 class _SlowChangeProposer(BuiltinTreeProposer):
