@@ -217,7 +217,7 @@ def change_seconds(parent: Node, candidate: SolutionCandidate, rows: int) -> flo
 def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: float, factor: float = 1.0,
                 rate_may_rise: bool = True) -> SizedChange | None:
     """The change of `parent` sized to the `seconds` it may take, its expected seconds multiplied by `factor` (how
-    much longer this table's changes like it took than expected, `change_factor`). A change that learns slower than its
+    much longer the same change took than expected on this table's other nodes, `change_factor`). A change that learns slower than its
     parent must fit in FIT_SHARE of them: shallower or more regularised trees also keep more trees than its rate
     alone says (a write-up's slow-learning parameters took 3.8 times the estimate on the median, bench/change_times.py). One that
     does not fit runs, when `rate_may_rise`, at the lowest learning rate up to the parent's that fits, with no more
@@ -252,25 +252,24 @@ def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: 
 
 
 def change_factor(journal: Journal, parent: Node, candidate: SolutionCandidate) -> float:
-    """How much longer than `change_seconds` expects this table's changes like `candidate` took: those of its model
-    family that learn slower than their parent when it does, the others when it does not (a write-up's slow
-    learning errs several times more than a change of the trees). The geometric mean of measured / expected over
-    those that ran every fold, and at least what the same change (the same parameters, steps and target) shows
-    where it ran over its cap on another node (its seconds are a lower bound); 1 before any ran. Only the same
-    change's overrun counts: deeper trees that ran over time say nothing of a stronger L2."""
+    """How much longer than `change_seconds` expects the same change (the same parameters, steps and target, of the
+    same model family) took on this table's other nodes: the geometric mean of measured / expected where it ran
+    every fold, and at least what it shows where it ran over its cap (its seconds are a lower bound); 1 where it
+    has not run. Only the same change counts: the parent's own CV already holds what this table costs, and deeper
+    trees that took twice their estimate say nothing of a stronger L2."""
     finished, bounds = [], []
-    slower, change = _slower(parent, candidate), _change(parent, candidate)
+    change = _change(parent, candidate)
     for node in journal:
         before = journal.parent(node)
         if (node.action != IMPROVE or before is None or node.first_cv_seconds <= 0
-                or node.candidate.trainer != candidate.trainer or _slower(before, node.candidate) != slower):
+                or node.candidate.trainer != candidate.trainer or _change(before, node.proposed or node.candidate) != change):
             continue
         expected = change_seconds(before, node.candidate, node.first_cv_rows)
         if expected is None or expected <= 0:
             continue
         if node.status in (VALID, EXPLORED):
             finished.append(node.first_cv_seconds / expected)
-        elif node.status == OVER_TIME and _change(before, node.proposed or node.candidate) == change:
+        elif node.status == OVER_TIME:
             bounds.append(node.first_cv_seconds / expected)
     return _correction(finished, bounds)
 

@@ -123,8 +123,8 @@ def test_the_search_runs_a_slow_change_sized_to_its_cap_and_records_what_was_ask
     assert journal.has(candidate_key(improvement.proposed, trainer_registry()), trainer_registry())
     assert Journal.from_dict(journal.to_dict())[1].proposed == improvement.proposed
     assert trace_line(improvement, journal)["proposed"]["params"]["learning_rate"] == CRAWL["learning_rate"]
-    # What the sized change took against its estimate is what the next slow change of LightGBM is sized with; a
-    # change of the trees is not (it learns at its parent's rate), nor another family's.
+    # What the sized change took against its estimate is what the same change is sized with on another node; a
+    # change of the trees is not.
     ran = improvement.elapsed / change_seconds(draft, improvement.candidate, improvement.scored_rows)
     assert change_factor(journal, draft, improvement.proposed) == pytest.approx(ran)
     assert change_factor(journal, draft, replace(draft.candidate, params={**draft.candidate.params,
@@ -132,7 +132,8 @@ def test_the_search_runs_a_slow_change_sized_to_its_cap_and_records_what_was_ask
 
 
 def test_a_change_that_ran_over_time_makes_the_same_change_look_slower_and_no_other(parent):
-    """The same change's overrun is a lower bound on what it takes here; another change's says nothing of it."""
+    """The same change's overrun is a lower bound on what it takes here; another change's, even one that also
+    learns slower, says nothing of it."""
     change = _changed(parent, **CRAWL)
     over = replace(parent, id=1, parent_id=0, action=IMPROVE, candidate=change, status=OVER_TIME, elapsed=1e4,
                    evidence=None)
