@@ -217,25 +217,29 @@ def change_seconds(parent: Node, candidate: SolutionCandidate, rows: int) -> flo
 def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: float, factor: float = 1.0,
                 rate_may_rise: bool = True) -> SizedChange | None:
     """The change of `parent` sized to the `seconds` it may take, its expected seconds multiplied by `factor` (how
-    much longer the same change took than expected on this table's other nodes, `change_factor`). A change that learns slower than its
-    parent must fit in FIT_SHARE of them: shallower or more regularised trees also keep more trees than its rate
-    alone says (a write-up's slow-learning parameters took 3.8 times the estimate on the median, bench/change_times.py). One that
-    does not fit runs, when `rate_may_rise`, at the lowest learning rate up to the parent's that fits, with no more
-    rounds than fit in all of its seconds at the parent's pace; otherwise, or when no such rate fits, it is over time
-    before it runs (no candidate). None when `change_seconds` cannot tell."""
+    much longer the same change took than expected on this table's other nodes, `change_factor`). A change that
+    learns slower than its parent, when `rate_may_rise`, must fit in FIT_SHARE of them: shallower or more
+    regularised trees also keep more trees than its rate alone says (a write-up's slow-learning parameters took
+    3.8 times the estimate on the median, bench/change_times.py). One that does not runs at the lowest learning
+    rate up to the parent's that fits, with no more rounds than fit in all of its seconds at the parent's pace.
+    Any other change over its seconds, and a slower one no rate fits, is over time before it runs (no candidate).
+    None when `change_seconds` cannot tell."""
     pace = _Pace.of(parent, candidate, rows)
     if pace is None:
         return None
     expected = pace.seconds(candidate) * factor
     facts = trainer_facts(candidate.trainer)
     rate, parent_rate = _rate(candidate), _rate(parent.candidate)
+    # A slower change that may be resized must leave room for the estimate's error; one that may not (an Optuna
+    # trial) is skipped only when its estimate is over the whole cap: skipping is all that could be done with it.
     slower = _slower(parent, candidate)
-    if expected <= (FIT_SHARE if slower else 1.0) * seconds:
+    resizable = slower and rate_may_rise
+    if expected <= (FIT_SHARE if resizable else 1.0) * seconds:
         return SizedChange(candidate, expected)
-    share = f"{FIT_SHARE:.0%} of " if slower else ""
+    share = f"{FIT_SHARE:.0%} of " if resizable else ""
     over = f"about {expected:.1f} s expected from node {parent.id}'s CV, over {share}the {max(seconds, 0):.1f} s it may take"
     kept = pace.child_kept(candidate)
-    if slower and rate_may_rise and kept is not None and candidate.params.get("early_stopping_rounds") is not None:
+    if resizable and kept is not None and candidate.params.get("early_stopping_rounds") is not None:
         patience = float(candidate.params["early_stopping_rounds"])
         # rounds that fit: FIT_SHARE of the seconds for the trees the rate should keep, all of them as the cap
         room = FIT_SHARE * seconds / factor / pace.per_round(candidate) - patience

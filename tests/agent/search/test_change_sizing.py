@@ -90,6 +90,12 @@ def test_what_no_rate_fits_and_an_optuna_trial_that_does_not_fit_are_over_time_b
     assert hopeless.candidate is None and hopeless.note.startswith("over time before it ran")
     trial = size_change(parent, _changed(parent, **CRAWL), rows, 4 * parent.elapsed, rate_may_rise=False)
     assert trial.candidate is None  # its study chose the rate: it is told the node failed, never another rate
+    # Within its cap but not within FIT_SHARE of it: a trial runs as asked (skipping is all that could be done with
+    # it), a change that may be resized runs at a higher rate.
+    halved = _changed(parent, learning_rate=0.025, n_estimators=4000)
+    seconds = max(change_seconds(parent, halved, rows), parent.elapsed / FIT_SHARE) * 1.01
+    assert size_change(parent, halved, rows, seconds, rate_may_rise=False).candidate is halved
+    assert size_change(parent, halved, rows, seconds).candidate.params["learning_rate"] > 0.025
     bagged = size_change(parent, _changed(parent, seed_bag=20), rows, seconds=2 * parent.elapsed)
     assert bagged.candidate is None and "over the" in bagged.note
     # Without early stopping a GBDT trains all its rounds at any rate: a higher one would not make it fit.
