@@ -12,8 +12,8 @@ could not finish within its cap on the rows it would be scored on. A node time m
 library's or an experience pack's) is carried to this one by the same model (`carry_seconds`).
 
 An improvement is sized from its parent's own CV instead (`size_change`): the parent's seconds scaled by the seed bag
-and the boosting rounds the change should train (`change_seconds`), corrected by what this table's changes took
-(`change_factor`). A change that would not fit within its cap runs at a higher learning rate with its rounds capped
+and the boosting rounds the change should train (`change_seconds`), corrected by what the same change took on this
+table's other nodes (`change_factor`). A change that would not fit within its cap runs at a higher learning rate with its rounds capped
 (a write-up's learning rate of 0.01 is for hours of training), or is skipped before it runs.
 """
 
