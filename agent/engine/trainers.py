@@ -23,10 +23,13 @@ N_JOBS = os.cpu_count() or 1
 
 # Trainer parameters that wrap the model rather than reach its constructor:
 #   balance_classes="balanced" (+ max_class_weight): rows weighted so classes weigh alike (runtime.ClassWeighted);
-#   early_stopping_rounds (+ early_stopping_fraction): a GBDT (XGBoost, LightGBM, CatBoost, histogram GBDT) stops
-#     on each CV validation fold, its refit keeps the folds' mean number of trees (runtime.EarlyStopped, runtime.cv);
+#   early_stopping_rounds (+ patience_rate, early_stopping_fraction): a GBDT (XGBoost, LightGBM, CatBoost, histogram
+#     GBDT) stops on each CV validation fold after at most that many rounds without improvement, fewer when its best
+#     round came early (patience_rate=0: always that many); its refit keeps the folds' mean number of trees
+#     (runtime.EarlyStopped, runtime.cv);
 #   seed_bag=n: the model fitted with n seeds, predictions averaged (runtime.SeedBagged), around the other wrappers.
-WRAPPER_PARAMS = ("balance_classes", "max_class_weight", "early_stopping_rounds", "early_stopping_fraction", "seed_bag")
+WRAPPER_PARAMS = ("balance_classes", "max_class_weight", "early_stopping_rounds", "patience_rate",
+                  "early_stopping_fraction", "seed_bag")
 
 _COMMON = ("drop_id_columns", "drop_text_columns", "datetime_parts")
 LINEAR_STEPS = steps_named(*_COMMON, "missing_indicators", "impute_numeric", "impute_categorical", "one_hot", "standard_scale")
@@ -92,7 +95,8 @@ class EstimatorTrainer:
             if not self.stops_early:
                 raise SpecError(f"early_stopping_rounds is for gradient-boosting trainers (XGBoost, LightGBM, "
                                 f"CatBoost, HistGradientBoosting), not {self.regressor}")
-            model = (f"EarlyStopped({model}, rounds={int(wrappers['early_stopping_rounds'])!r}, "
+            rate = "" if wrappers.get("patience_rate") is None else f"patience_rate={float(wrappers['patience_rate'])!r}, "
+            model = (f"EarlyStopped({model}, rounds={int(wrappers['early_stopping_rounds'])!r}, {rate}"
                      f"validation_fraction={float(wrappers.get('early_stopping_fraction', 0.1))!r}, random_state={random_state!r})")
             seed_path = f"estimator__{seed_path}"
         if wrappers.get("balance_classes") is not None:

