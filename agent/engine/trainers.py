@@ -24,8 +24,8 @@ N_JOBS = os.cpu_count() or 1
 # Trainer parameters that wrap the model rather than reach its constructor:
 #   balance_classes="balanced" (+ max_class_weight): rows weighted so classes weigh alike (runtime.ClassWeighted);
 #   early_stopping_rounds (+ patience_rate, early_stopping_fraction): a GBDT (XGBoost, LightGBM, CatBoost, histogram
-#     GBDT) stops on each CV validation fold after at most that many rounds without improvement, fewer when its best
-#     round came early (patience_rate=0: always that many); its refit keeps the folds' mean number of trees
+#     GBDT) stops on each CV validation fold after that many rounds without improvement (XGBoost and LightGBM: fewer
+#     when the best round came early, unless patience_rate=0); its refit keeps the folds' mean number of trees
 #     (runtime.EarlyStopped, runtime.cv);
 #   seed_bag=n: the model fitted with n seeds, predictions averaged (runtime.SeedBagged), around the other wrappers.
 WRAPPER_PARAMS = ("balance_classes", "max_class_weight", "early_stopping_rounds", "patience_rate",
@@ -236,6 +236,9 @@ class TrainerFacts:
     sizes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # Early stopping's patience, when not AutoGluon's rule: histogram GBDT keeps the trees it grew past its best.
     patience: int | None = None
+    # Whether that patience shortens when the best round comes early (runtime.EarlyStopped does so for XGBoost and
+    # LightGBM, through their early-stopping callbacks).
+    adaptive_patience: bool = False
 
     def variations_for(self, classification: bool) -> tuple[Variation, ...]:
         if classification or self.regression_variations is None:
@@ -286,7 +289,7 @@ TRAINER_FACTS: dict[str, TrainerFacts] = {
         sizes=_sized({"learning_rate": 0.05, "max_iter": 2000}, {"learning_rate": 0.1, "max_iter": 1000},
                      {"learning_rate": 0.1, "max_iter": 1000, "max_leaf_nodes": 63, "min_samples_leaf": 50})),
     "xgboost": TrainerFacts(
-        "gbdt", "n_estimators", 400, "learning_rate", 0.05, seed_dependent=True, aliases=("xgb",),
+        "gbdt", "n_estimators", 400, "learning_rate", 0.05, seed_dependent=True, aliases=("xgb",), adaptive_patience=True,
         variations=(("slower learning (early stopping finds the trees)",
                      {"n_estimators": 4000, "learning_rate": 0.025, "early_stopping_rounds": 300}),
                     ("shallower trees", {"max_depth": 4}),
@@ -298,6 +301,7 @@ TRAINER_FACTS: dict[str, TrainerFacts] = {
                      {"n_estimators": 1000, "learning_rate": 0.1, "max_depth": 8, "min_child_weight": 5})),
     "lightgbm": TrainerFacts(
         "gbdt", "n_estimators", 400, "learning_rate", 0.05, seed_dependent=True, aliases=("lgbm", "lgb"),
+        adaptive_patience=True,
         variations=(("slower learning (early stopping finds the trees)",
                      {"n_estimators": 4000, "learning_rate": 0.025, "early_stopping_rounds": 300}),
                     ("fewer leaves, heavier leaves", {"num_leaves": 15, "min_child_samples": 40}),

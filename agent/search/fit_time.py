@@ -39,9 +39,9 @@ MIN_SAMPLE_ROWS = 1_000
 # a factor of 1.6 either way (bench/fit_time.py: the standard deviation of its log error, 0.35-0.59 by family).
 FIT_SHARE = 0.5
 # A GBDT node's cost besides its boosting rounds, in rounds: the median solved from CVs of the same draft that trained
-# different rounds for the same trees (bench/patience.py: 47 over 33 CVs of development and pool tables; 66 for
-# LightGBM, 65 for XGBoost, 13 for CatBoost, whose rounds cost the most).
-FIXED_ROUNDS = 47.0
+# different rounds for the same trees (bench/patience.py: 65 over 24 LightGBM and XGBoost CVs of development and pool
+# tables; CatBoost's was not measured, its patience being fixed).
+FIXED_ROUNDS = 65.0
 
 
 @dataclass(frozen=True)
@@ -363,10 +363,9 @@ def _most_kept(candidate: SolutionCandidate, rounds: float) -> int:
 
 
 def _patience(candidate: SolutionCandidate, kept: float) -> float:
-    """Rounds a GBDT that stops early trains past the `kept` trees, as runtime.EarlyStopped waits: adaptive, except
-    for a trainer with a fixed patience of its own (histogram GBDT) and a model scored on its own eval_metric."""
+    """Rounds a GBDT that stops early trains past the `kept` trees, as runtime.EarlyStopped waits."""
     rounds = int(candidate.params["early_stopping_rounds"])
-    if trainer_facts(candidate.trainer).patience is not None or "eval_metric" in candidate.params:
+    if not trainer_facts(candidate.trainer).adaptive_patience:
         return rounds
     return patience(round(kept), rounds, float(candidate.params.get("patience_rate", PATIENCE_RATE)))
 

@@ -1,5 +1,6 @@
-"""Adaptive early-stopping patience (runtime.EarlyStopped), on a real table: a GBDT whose best round comes early
-stops sooner than the fixed patience would let it, keeps the same trees and predicts the same."""
+"""Adaptive early-stopping patience (runtime.EarlyStopped), on a real table: an XGBoost or LightGBM model whose best
+round comes early stops sooner than the fixed patience would let it, keeps the same trees and predicts the same;
+CatBoost waits the fixed patience."""
 
 from __future__ import annotations
 
@@ -36,8 +37,7 @@ def _rounds_trained(model) -> int:
 @pytest.mark.parametrize("estimator", [
     lightgbm.LGBMClassifier(n_estimators=4000, learning_rate=0.1, verbose=-1, random_state=0),
     xgboost.XGBClassifier(n_estimators=4000, learning_rate=0.1, random_state=0),
-    catboost.CatBoostClassifier(iterations=4000, learning_rate=0.1, random_seed=0, thread_count=1),
-], ids=["lightgbm", "xgboost", "catboost"])
+], ids=["lightgbm", "xgboost"])
 def test_a_gbdt_whose_best_round_comes_early_stops_sooner_and_keeps_the_same_trees(credit_split, estimator):
     X_train, X_valid, y_train, y_valid = credit_split
     fixed = EarlyStopped(estimator, rounds=FIXED, patience_rate=0).fit(X_train, y_train, validation=(X_valid, y_valid))
@@ -58,9 +58,8 @@ def test_patience_grows_with_the_best_round_up_to_the_fixed_one():
     assert patience(50, FIXED, rate=0) == FIXED
 
 
-def test_a_catboost_model_scored_on_its_own_eval_metric_waits_the_fixed_patience(credit_split):
+def test_catboost_waits_the_fixed_patience(credit_split):
     X_train, X_valid, y_train, y_valid = credit_split
-    model = catboost.CatBoostClassifier(iterations=4000, learning_rate=0.1, random_seed=0, thread_count=1,
-                                        eval_metric="AUC")
+    model = catboost.CatBoostClassifier(iterations=4000, learning_rate=0.1, random_seed=0, thread_count=1)
     fitted = EarlyStopped(model, rounds=FIXED).fit(X_train, y_train, validation=(X_valid, y_valid))
-    assert _rounds_trained(fitted.estimator_) == fitted.best_rounds_ + FIXED
+    assert fitted.best_rounds_ < 2 * FIXED and _rounds_trained(fitted.estimator_) == fitted.best_rounds_ + FIXED
