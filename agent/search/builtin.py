@@ -78,6 +78,20 @@ def with_text_features(candidate: SolutionCandidate, profile: TaskProfile) -> tu
     return replace(candidate, steps=tuple(steps)), f", with {kind} of the free text in {', '.join(text[:3])}"
 
 
+def _may_retry(node: Node, candidate: SolutionCandidate, tries: list[Node]) -> bool:
+    """Whether a change of `node` tried before may be proposed again: it was tried once, on this node, learning
+    slower than it, and ran over its cap as proposed; and the node's own CV is there to size it from."""
+    facts = trainer_facts(candidate.trainer)
+    if len(tries) != 1 or facts.learning_rate_param is None or node.evidence is None or node.members:
+        return False
+    tried = tries[0]
+    rate = facts.default_learning_rate
+    slower = candidate.params.get(facts.learning_rate_param, rate) < node.candidate.params.get(facts.learning_rate_param,
+                                                                                                rate)
+    return (slower and tried.parent_id == node.id and tried.status == OVER_TIME and not tried.skipped
+            and tried.proposed is None)
+
+
 def describe_score(node: Node, profile: TaskProfile) -> str:
     return f"CV {profile.metric}={node.metric:.4f}" if node.metric is not None else "no CV score"
 
@@ -131,20 +145,28 @@ class BuiltinTreeProposer(TreeProposer):
     def change(self, node: Node, profile: TaskProfile, journal: Journal) -> Proposal | None:
         """The first built-in change of the node (in experience's order, with one) not yet in the journal, nor a
         parameter change that already ran over its time cap on a node of the same model (it would again at full
-        size)."""
+        size). A change to a slower learning rate that ran over its cap on this node, as proposed, is proposed once
+        more: the search then sizes it from that overrun (agent.search.fit_time), at a higher rate with its rounds
+        capped, or skips it."""
         slow = [other.candidate.params for other in journal
                 if other.status == OVER_TIME and other.candidate.trainer == node.candidate.trainer]
         changes = self.improvements(node, profile)
         if self.change_order is not None:
             changes = self.change_order(node.candidate, changes)
         for why, candidate in changes:
+            tries = journal.tries(candidate_key(candidate, self.trainers), self.trainers)
+            if tries:
+                if _may_retry(node, candidate, tries):
+                    return Proposal(candidate, f"improve node {node.id} ({node.candidate.trainer}, "
+                                               f"{describe_score(node, profile)}): {why}, again at a size that fits "
+                                               f"(node {tries[0].id} ran it over its cap)")
+                continue
             changed = {name: value for name, value in candidate.params.items()
                        if node.candidate.params.get(name) != value}
             if changed and any(all(params.get(name) == value for name, value in changed.items()) for params in slow):
                 continue
-            if not journal.has(candidate_key(candidate, self.trainers), self.trainers):
-                return Proposal(candidate, f"improve node {node.id} ({node.candidate.trainer}, "
-                                           f"{describe_score(node, profile)}): {why}")
+            return Proposal(candidate, f"improve node {node.id} ({node.candidate.trainer}, "
+                                       f"{describe_score(node, profile)}): {why}")
         return None
 
     def improvements(self, node: Node, profile: TaskProfile) -> list[tuple[str, SolutionCandidate]]:

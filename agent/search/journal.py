@@ -360,9 +360,12 @@ class Journal:
         return {"applied": count(self._nodes), "winning": count(self.lineage(best) if best is not None else [])}
 
     def has(self, key: str, trainers: Mapping[str, Trainer] | None = None) -> bool:
-        return any(candidate_key(node.candidate, trainers) == key
-                   or (node.proposed is not None and candidate_key(node.proposed, trainers) == key)
-                   for node in self._nodes)
+        return bool(self.tries(key, trainers))
+
+    def tries(self, key: str, trainers: Mapping[str, Trainer] | None = None) -> list[Node]:
+        """The nodes that ran the candidate of `key`, or were proposed it (and ran it sized)."""
+        return [node for node in self._nodes if candidate_key(node.candidate, trainers) == key
+                or (node.proposed is not None and candidate_key(node.proposed, trainers) == key)]
 
     def to_dict(self) -> dict[str, Any]:
         return {"nodes": [node.to_dict() for node in self._nodes], "exhausted": sorted(self.exhausted)}

@@ -148,3 +148,35 @@ def test_a_change_that_ran_over_time_makes_the_same_change_look_slower_and_no_ot
     assert change_factor(journal, parent, change) == pytest.approx(bound)
     other = _changed(parent, learning_rate=0.01)  # also slower, but another change
     assert change_factor(journal, parent, other) == 1.0
+
+
+def test_a_slower_change_that_ran_over_its_cap_is_proposed_once_more_and_never_runs_at_full_size_again(credit,
+                                                                                                        parent):
+    profile, _ = credit
+    proposer = BuiltinTreeProposer(families=("lightgbm",))
+    slower = next(change for _, change in proposer.improvements(parent, profile)
+                  if change.params["learning_rate"] < parent.candidate.params["learning_rate"])
+    rows, cap = parent.scored_rows, 3 * change_seconds(parent, slower, parent.scored_rows)
+    over = replace(parent, id=1, parent_id=0, action=IMPROVE, candidate=slower, status=OVER_TIME, elapsed=cap,
+                   evidence=None)
+    journal = Journal([parent, over])
+    again = proposer.change(parent, profile, journal)
+    assert again.candidate == slower and "again at a size that fits" in again.plan and "node 1" in again.plan
+    # The search sizes it from its overrun: at a higher rate with its rounds capped, or not at all; never as before.
+    sized = size_change(parent, again.candidate, rows, cap, change_factor(journal, parent, again.candidate))
+    assert sized.candidate is not again.candidate
+    assert sized.candidate is None or sized.candidate.params["learning_rate"] > slower.params["learning_rate"]
+    # Once retried (here skipped before it ran), it is not proposed a third time, nor on a sibling at full size.
+    journal.append(replace(over, id=2, elapsed=0.0))
+    third = proposer.change(parent, profile, journal)
+    assert third is None or third.candidate != slower
+    sibling = replace(parent, id=3, candidate=_changed(parent, num_leaves=15))
+    on_sibling = proposer.change(sibling, profile, journal)
+    assert on_sibling is None or on_sibling.candidate.params["learning_rate"] == parent.candidate.params["learning_rate"]
+    # A change that ran over its cap but does not learn slower is not retried: a higher rate would not shrink it.
+    deeper = _changed(parent, num_leaves=127, min_child_samples=10)
+    stuck, proposed = Journal([parent, replace(over, candidate=deeper)]), []
+    while (proposal := proposer.change(parent, profile, stuck)) is not None and len(proposed) < 20:
+        proposed.append(proposal.candidate)
+        stuck.append(replace(parent, id=len(stuck), parent_id=0, action=IMPROVE, candidate=proposal.candidate))
+    assert slower in proposed and deeper not in proposed
