@@ -22,6 +22,7 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
@@ -132,24 +133,41 @@ def markdown(measured: list[dict]) -> str:
         "|---|---:|---:|---:|---:|", *summary])
 
 
-@click.command()
-@click.option("--tasks", default="churn,hpc,alcohol_abuse,civic_returns", show_default=True)
-@click.option("--pool", type=click.Path(path_type=Path), default=Path("/work/build/pool"), show_default=True,
-              help="Folder of experience-pool task folders (agent experience build's pool).")
-@click.option("--root", type=click.Path(path_type=Path), default=Path(tempfile.gettempdir()) / "change-times",
-              show_default=True)
-@click.option("--write", is_flag=True, help="Rewrite the RESULTS.md section.")
-def main(tasks: str, pool: Path, root: Path, write: bool) -> None:
-    measured = json.loads(RUNS_FILE.read_text()) if RUNS_FILE.is_file() else []
+def table_bench_options(tasks: str, root: str):
+    """The command-line options of a bench that measures table by table: --tasks, --pool, --root and --write."""
+    def decorate(command):
+        for option in reversed((
+                click.option("--tasks", default=tasks, show_default=True),
+                click.option("--pool", type=click.Path(path_type=Path), default=Path("/work/build/pool"),
+                             show_default=True, help="Folder of experience-pool task folders (agent experience build's pool)."),
+                click.option("--root", type=click.Path(path_type=Path), default=Path(tempfile.gettempdir()) / root,
+                             show_default=True),
+                click.option("--write", is_flag=True, help="Rewrite the RESULTS.md section."))):
+            command = option(command)
+        return command
+    return decorate
+
+
+def measure_tables(runs_file: Path, tasks: str, measure_table: Callable[[str], list[dict]],
+                   markdown_of: Callable[[list[dict]], str], write: bool) -> None:
+    """Measure each table of `tasks` not in `runs_file` yet (saved after each), print the section and, with
+    `write`, rewrite it in bench/RESULTS.md."""
+    measured = json.loads(runs_file.read_text()) if runs_file.is_file() else []
     done = {item["task"] for item in measured}
     for name in split(tasks):
         if name not in done:
-            measured += measure(name, pool, root)
-            RUNS_FILE.write_text(json.dumps(measured, indent=1) + "\n")
-    section = markdown(measured)
+            measured += measure_table(name)
+            runs_file.write_text(json.dumps(measured, indent=1) + "\n")
+    section = markdown_of(measured)
     click.echo(section)
     if write:
         write_section(REPO / "bench" / "RESULTS.md", section)
+
+
+@click.command()
+@table_bench_options("churn,hpc,alcohol_abuse,civic_returns", "change-times")
+def main(tasks: str, pool: Path, root: Path, write: bool) -> None:
+    measure_tables(RUNS_FILE, tasks, lambda name: measure(name, pool, root), markdown, write)
 
 
 if __name__ == "__main__":

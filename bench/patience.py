@@ -17,11 +17,9 @@ The measurements are kept in bench/agent_runs/patience.json; a run measures the 
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import statistics
-import tempfile
 import time
 from datetime import date
 from pathlib import Path
@@ -33,9 +31,8 @@ from agent.engine.runtime.wrappers import PATIENCE_RATE, patience
 from agent.engine.trainers import builtin_trainers, steps_for, trainer_facts
 from agent.evaluator import Evaluator
 from bench.agent_bench import RUNS
-from bench.change_times import task_dataset
-from bench.results import write_section
-from bench.throughput_bench import REPO, code_stamp, split
+from bench.change_times import measure_tables, table_bench_options, task_dataset
+from bench.throughput_bench import REPO, code_stamp
 
 SECTION = "## Adaptive early-stopping patience (issue 25)"
 FAMILIES = ("lightgbm", "xgboost")  # CatBoost waits its fixed patience (runtime.EarlyStopped)
@@ -132,23 +129,9 @@ def markdown(measured: list[dict]) -> str:
 
 
 @click.command()
-@click.option("--tasks", default=TASKS, show_default=True)
-@click.option("--pool", type=click.Path(path_type=Path), default=Path("/work/build/pool"), show_default=True,
-              help="Folder of experience-pool task folders (agent experience build's pool).")
-@click.option("--root", type=click.Path(path_type=Path), default=Path(tempfile.gettempdir()) / "patience",
-              show_default=True)
-@click.option("--write", is_flag=True, help="Rewrite the RESULTS.md section.")
+@table_bench_options(TASKS, "patience")
 def main(tasks: str, pool: Path, root: Path, write: bool) -> None:
-    measured = json.loads(RUNS_FILE.read_text()) if RUNS_FILE.is_file() else []
-    done = {item["task"] for item in measured}
-    for name in split(tasks):
-        if name not in done:
-            measured += measure(name, pool, root)
-            RUNS_FILE.write_text(json.dumps(measured, indent=1) + "\n")
-    section = markdown(measured)
-    click.echo(section)
-    if write:
-        write_section(REPO / "bench" / "RESULTS.md", section)
+    measure_tables(RUNS_FILE, tasks, lambda name: measure(name, pool, root), markdown, write)
 
 
 if __name__ == "__main__":
