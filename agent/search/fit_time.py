@@ -213,8 +213,8 @@ def change_seconds(parent: Node, candidate: SolutionCandidate, rows: int) -> flo
     """The seconds a change of `parent` should take on `rows` rows, from the parent's own CV on those rows: scaled by
     the seed bag and by the trees or boosting rounds it should train. A GBDT that stops early keeps about as many
     trees as its parent kept times the parent's learning rate over its own (the trees' size left aside), and trains
-    its patience beyond them, within its cap on the rounds; the rest of its cost counts as FIXED_ROUNDS. None when the parent is not one model of the same family
-    measured on those rows."""
+    its patience beyond them, within its cap on the rounds; the rest of its cost counts as FIXED_ROUNDS. None when
+    the parent is not one model of the same family measured on those rows."""
     pace = _Pace.of(parent, candidate, rows)
     return pace.seconds(candidate) if pace is not None else None
 

@@ -143,8 +143,9 @@ class EarlyStopped(Wrapper):
     `validation_fraction` of its own fit rows. `best_rounds_` is the number of trees it kept.
 
     The patience is adaptive (`patience`): a model whose best round came early waits fewer rounds, at most `rounds`;
-    `patience_rate=0`, or fewer than ADAPTIVE_MIN_ROWS validation rows, waits `rounds` always. Histogram GBDT and CatBoost wait `rounds`: a Python callback, which
-    CatBoost would need, made a CatBoost fit twice as slow. CatBoost is handed
+    `patience_rate=0`, or fewer than ADAPTIVE_MIN_ROWS validation rows, waits `rounds` always. Histogram GBDT and
+    CatBoost wait `rounds`: a Python callback, which CatBoost would need, made a CatBoost fit twice as slow.
+    CatBoost is handed
     its categorical columns by name (catboost_frame); LightGBM and histogram GBDT split on pandas categories
     natively."""
 
