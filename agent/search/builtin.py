@@ -26,6 +26,7 @@ from agent.engine.trainers import (
     trainer_facts,
     trainer_registry,
 )
+from agent.search.fit_time import learns_slower
 from agent.search.journal import OVER_TIME, Journal, Node, candidate_key
 from agent.search.protocols import Proposal, TreeProposer
 from agent.search.repair import ENCODERS, diagnose
@@ -81,15 +82,10 @@ def with_text_features(candidate: SolutionCandidate, profile: TaskProfile) -> tu
 def _may_retry(node: Node, candidate: SolutionCandidate, tries: list[Node]) -> bool:
     """Whether a change of `node` tried before may be proposed again: it was tried once, on this node, learning
     slower than it, and ran over its cap as proposed; and the node's own CV is there to size it from."""
-    facts = trainer_facts(candidate.trainer)
-    if len(tries) != 1 or facts.learning_rate_param is None or node.evidence is None or node.members:
+    if len(tries) != 1 or node.evidence is None or node.members or not learns_slower(node, candidate):
         return False
     tried = tries[0]
-    rate = facts.default_learning_rate
-    slower = candidate.params.get(facts.learning_rate_param, rate) < node.candidate.params.get(facts.learning_rate_param,
-                                                                                                rate)
-    return (slower and tried.parent_id == node.id and tried.status == OVER_TIME and not tried.skipped
-            and tried.proposed is None)
+    return tried.parent_id == node.id and tried.status == OVER_TIME and not tried.skipped and tried.proposed is None
 
 
 def describe_score(node: Node, profile: TaskProfile) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agent.candidate import SolutionCandidate
-from agent.engine.runtime.wrappers import ADAPTIVE_MIN_ROWS, PATIENCE_RATE, patience
+from agent.engine.runtime.wrappers import PATIENCE_RATE, patience, patience_adapts
 from agent.engine.trainers import trainer_facts
 from agent.search.journal import DRAFT, EXPLORED, IMPROVE, OVER_TIME, VALID, Journal, Node
 from retrieval.profile import TaskProfile
@@ -237,7 +237,7 @@ def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: 
     rate, parent_rate = _rate(candidate), _rate(parent.candidate)
     # A slower change that may be resized must leave room for the estimate's error; one that may not (an Optuna
     # trial) is skipped only when its estimate is over the whole cap: skipping is all that could be done with it.
-    slower = _slower(parent, candidate)
+    slower = learns_slower(parent, candidate)
     resizable = slower and rate_may_rise
     if expected <= (FIT_SHARE if resizable else 1.0) * seconds:
         return SizedChange(candidate, expected)
@@ -290,7 +290,7 @@ def _change(parent: Node, candidate: SolutionCandidate) -> tuple[Any, ...]:
     return tuple(params), candidate.steps, candidate.target_transform
 
 
-def _slower(parent: Node, candidate: SolutionCandidate) -> bool:
+def learns_slower(parent: Node, candidate: SolutionCandidate) -> bool:
     """Whether `candidate` learns slower than its parent: a lower learning rate of the same GBDT."""
     return (candidate.trainer == parent.candidate.trainer and trainer_facts(candidate.trainer).learning_rate_param
             is not None and _rate(candidate) < _rate(parent.candidate))
@@ -319,7 +319,7 @@ class _Pace:
             seconds *= evidence.folds / len(evidence.fold_values)
         rounds = evidence.stopped_rounds
         kept = sum(rounds.values()) / len(rounds) if rounds and trainer_facts(candidate.trainer).rounds_param else None
-        adaptive = rows / (evidence.folds or 5) >= ADAPTIVE_MIN_ROWS  # as runtime.EarlyStopped decides, per fold
+        adaptive = patience_adapts(rows / (evidence.folds or 5))  # each fold's validation rows
         return cls(seconds, _bag(parent.candidate), _trained(parent.candidate, kept, adaptive), kept,
                    _rate(parent.candidate), adaptive)
 

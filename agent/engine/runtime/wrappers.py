@@ -97,6 +97,12 @@ PATIENCE_RATE = 0.3
 ADAPTIVE_MIN_ROWS = 500
 
 
+def patience_adapts(validation_rows):
+    """Whether a GBDT stopping on this many validation rows waits adaptively (`patience`) rather than its fixed
+    patience."""
+    return validation_rows >= ADAPTIVE_MIN_ROWS
+
+
 def patience(best_rounds, rounds, rate=PATIENCE_RATE):
     """Rounds a GBDT waits for its validation score to improve, when its best round so far is the `best_rounds`-th:
     PATIENCE_OFFSET + `rate` x `best_rounds`, at most `rounds` (`rounds` itself when `rate` is 0)."""
@@ -199,7 +205,7 @@ class EarlyStopped(Wrapper):
     def _fit_stopping(self, model, X, y, weights, X_valid, y_valid):
         """Fit with early stopping on (X_valid, y_valid); the number of trees kept."""
         y_valid = np.asarray(y_valid)
-        rate = self.patience_rate if len(y_valid) >= ADAPTIVE_MIN_ROWS else 0.0
+        rate = self.patience_rate if patience_adapts(len(y_valid)) else 0.0
         if self.library_ == "XGB":
             model.set_params(callbacks=[_xgboost_stopping(self.rounds, rate)])
             model.fit(X, y, eval_set=[(X_valid, y_valid)], verbose=False, **weights)
