@@ -57,6 +57,11 @@ class SearchSettings:
     # it). None: every node on every fold.
     prune_z: float | None = PRUNE_Z
 
+    @property
+    def node_seconds(self) -> float | None:
+        """The most seconds one node may take (None: unbounded)."""
+        return self.time_budget * self.node_share if self.time_budget is not None else None
+
     def large_table(self, rows: int) -> bool:
         return self.large_table_rows is not None and rows > self.large_table_rows
 

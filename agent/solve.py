@@ -138,8 +138,7 @@ def solve_task(
     each node's built-in changes by their measured effect.
     With `memory`, the case library moves the tree search (agent.memory.proposer) and keeps a memory of each node
     as it finishes and of the run; the task's own memories are left out unless `reuse_own_memory`."""
-    started = time.time()
-    clock = BudgetClock.starting(settings.search)  # the whole solve's budget: set-up and outputs included
+    started, started_monotonic = time.time(), time.monotonic()
     sandbox.warm_up()  # the candidates' worker imports its libraries while the task is read
     # An experience pack that cannot be read stops the solve here, before anything is written (PackError). The
     # packs move casebook's own proposers only: a proposer the caller passed drafts as it is.
@@ -158,11 +157,13 @@ def solve_task(
     elif proposer is None:
         proposer = BuiltinTreeProposer(families=settings.models or DRAFT_FAMILIES, change_order=change_order)
     portfolio = PortfolioProposer(proposer, portfolio_drafts(packs, signature), families=settings.models,
-                                  node_seconds=clock.node_seconds) if packs else None
+                                  node_seconds=settings.search.node_seconds) if packs else None
     proposer = portfolio if portfolio is not None else proposer
-    session = MemorySession(memory, profile, proposer, reuse_own=reuse_own_memory, node_seconds=clock.node_seconds) \
+    session = MemorySession(memory, profile, proposer, reuse_own=reuse_own_memory, node_seconds=settings.search.node_seconds) \
         if memory is not None else None
     proposer = session.proposer if session is not None else proposer
+    # The whole solve's budget, set-up and outputs included: from its start, the proposers' set-up counted.
+    clock = BudgetClock.starting(settings.search, started_monotonic)
     try:
         dataset = Dataset.from_profile(profile, min_class_rows=settings.cv)
         check_folds(dataset, settings.cv)  # before the run folder exists, so a too-small table leaves nothing behind

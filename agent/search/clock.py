@@ -68,11 +68,6 @@ class BudgetClock:
     def left(self) -> float:
         return self.deadline - time.monotonic()
 
-    @property
-    def node_seconds(self) -> float | None:
-        """The most seconds one node may take (None: unbounded)."""
-        return self.budget * self.settings.node_share if self.budget is not None else None
-
     def search_deadline(self, journal: Journal, rows: int, blending: bool) -> float:
         """When the search must stop drawing nodes: the deadline less the time kept back (refit_reserve)."""
         return self.deadline - self.refit_reserve(journal, rows, blending)
