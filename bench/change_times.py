@@ -148,15 +148,15 @@ def table_bench_options(tasks: str, root: str):
     return decorate
 
 
-def measure_tables(runs_file: Path, tasks: str, measure_table: Callable[[str], list[dict]],
+def measure_tables(runs_file: Path, tasks: str, measure_table: Callable[[str, list[dict]], list[dict]],
                    markdown_of: Callable[[list[dict]], str], write: bool) -> None:
-    """Measure each table of `tasks` not in `runs_file` yet (saved after each), print the section and, with
-    `write`, rewrite it in bench/RESULTS.md."""
+    """Measure each table of `tasks` (`measure_table(name, measured)`, given what `runs_file` holds, measures what
+    it does not hold yet; saved after each), print the section and, with `write`, rewrite it in bench/RESULTS.md."""
     measured = json.loads(runs_file.read_text()) if runs_file.is_file() else []
-    done = {item["task"] for item in measured}
     for name in split(tasks):
-        if name not in done:
-            measured += measure_table(name)
+        new = measure_table(name, measured)
+        if new:
+            measured += new
             runs_file.write_text(json.dumps(measured, indent=1) + "\n")
     section = markdown_of(measured)
     click.echo(section)
@@ -167,7 +167,8 @@ def measure_tables(runs_file: Path, tasks: str, measure_table: Callable[[str], l
 @click.command()
 @table_bench_options("churn,hpc,alcohol_abuse,civic_returns", "change-times")
 def main(tasks: str, pool: Path, root: Path, write: bool) -> None:
-    measure_tables(RUNS_FILE, tasks, lambda name: measure(name, pool, root), markdown, write)
+    measure_tables(RUNS_FILE, tasks, lambda name, measured: [] if any(item["task"] == name for item in measured)
+                   else measure(name, pool, root), markdown, write)
 
 
 if __name__ == "__main__":

@@ -236,9 +236,10 @@ class TrainerFacts:
     sizes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # Early stopping's patience, when not AutoGluon's rule: histogram GBDT keeps the trees it grew past its best.
     patience: int | None = None
-    # Whether that patience shortens when the best round comes early (runtime.EarlyStopped does so for XGBoost and
-    # LightGBM, through their early-stopping callbacks).
-    adaptive_patience: bool = False
+    # How that patience shortens when the best round comes early (runtime.EarlyStopped): IN_EACH_FIT from the best
+    # round so far (XGBoost and LightGBM, through their early-stopping callbacks), FROM_EARLIER_FOLDS from the trees
+    # the CV's earlier folds kept (CatBoost, on every fold but the first); None: it does not.
+    adaptive_patience: str | None = None
 
     def variations_for(self, classification: bool) -> tuple[Variation, ...]:
         if classification or self.regression_variations is None:
@@ -260,6 +261,8 @@ class TrainerFacts:
 def _sized(small: Mapping[str, Any], medium: Mapping[str, Any], large: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {SMALL: dict(small), MEDIUM: dict(medium), LARGE: dict(large)}
 
+
+IN_EACH_FIT, FROM_EARLIER_FOLDS = "in each fit", "from earlier folds"  # TrainerFacts.adaptive_patience
 
 # Forests: AutoGluon's 300 trees on small tables; fewer, leaf-capped trees as the rows grow (params_for adds the
 # rows per tree).
@@ -289,7 +292,7 @@ TRAINER_FACTS: dict[str, TrainerFacts] = {
         sizes=_sized({"learning_rate": 0.05, "max_iter": 2000}, {"learning_rate": 0.1, "max_iter": 1000},
                      {"learning_rate": 0.1, "max_iter": 1000, "max_leaf_nodes": 63, "min_samples_leaf": 50})),
     "xgboost": TrainerFacts(
-        "gbdt", "n_estimators", 400, "learning_rate", 0.05, seed_dependent=True, aliases=("xgb",), adaptive_patience=True,
+        "gbdt", "n_estimators", 400, "learning_rate", 0.05, seed_dependent=True, aliases=("xgb",), adaptive_patience=IN_EACH_FIT,
         variations=(("slower learning (early stopping finds the trees)",
                      {"n_estimators": 4000, "learning_rate": 0.025, "early_stopping_rounds": 300}),
                     ("shallower trees", {"max_depth": 4}),
@@ -301,7 +304,7 @@ TRAINER_FACTS: dict[str, TrainerFacts] = {
                      {"n_estimators": 1000, "learning_rate": 0.1, "max_depth": 8, "min_child_weight": 5})),
     "lightgbm": TrainerFacts(
         "gbdt", "n_estimators", 400, "learning_rate", 0.05, seed_dependent=True, aliases=("lgbm", "lgb"),
-        adaptive_patience=True,
+        adaptive_patience=IN_EACH_FIT,
         variations=(("slower learning (early stopping finds the trees)",
                      {"n_estimators": 4000, "learning_rate": 0.025, "early_stopping_rounds": 300}),
                     ("fewer leaves, heavier leaves", {"num_leaves": 15, "min_child_samples": 40}),
@@ -321,6 +324,7 @@ TRAINER_FACTS: dict[str, TrainerFacts] = {
     # built-in change.
     "catboost": TrainerFacts(
         "gbdt", "iterations", 500, "learning_rate", 0.05, seed_dependent=True, aliases=("cat",),
+        adaptive_patience=FROM_EARLIER_FOLDS,
         variations=(("combinations of up to 4 categorical features", {"max_ctr_complexity": 4}),
                     ("deeper trees", {"depth": 8}), ("shallower trees", {"depth": 4}),
                     ("stronger L2 on the leaves", {"l2_leaf_reg": 10.0}),

@@ -28,7 +28,7 @@ from typing import Any
 
 from agent.candidate import SolutionCandidate
 from agent.engine.runtime.wrappers import PATIENCE_RATE, patience, patience_adapts
-from agent.engine.trainers import trainer_facts
+from agent.engine.trainers import FROM_EARLIER_FOLDS, trainer_facts
 from agent.search.journal import DRAFT, EXPLORED, IMPROVE, OVER_TIME, VALID, Journal, Node
 from retrieval.profile import TaskProfile
 
@@ -247,12 +247,12 @@ def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: 
     if resizable and kept is not None and candidate.params.get("early_stopping_rounds") is not None:
         # rounds that fit: FIT_SHARE of the seconds for the trees the rate should keep and its patience past them,
         # all of them as the cap
-        most = _most_kept(candidate, pace.rounds_within(candidate, FIT_SHARE * seconds / factor), pace.adaptive)
+        most = _most_kept(candidate, pace.rounds_within(candidate, FIT_SHARE * seconds / factor), pace.stopping)
         needed = kept * rate / most if most > 0 else math.inf
         if needed <= parent_rate:
             cap = max(int(pace.rounds_within(candidate, seconds / factor)), 1)
             params = {**candidate.params, facts.learning_rate_param: min(_round_up(max(needed, rate)), parent_rate),
-                      facts.rounds_param: min(int(_trained(candidate, None, pace.adaptive)), cap)}
+                      facts.rounds_param: min(int(_trained(candidate, None, pace.stopping)), cap)}
             sized = replace(candidate, params=params)
             return SizedChange(sized, expected, f"at {facts.learning_rate_param}={params[facts.learning_rate_param]:g} "
                                                 f"and at most {params[facts.rounds_param]} {facts.rounds_param} "
@@ -306,7 +306,7 @@ class _Pace:
     trained: float
     kept: float | None
     rate: float
-    adaptive: bool  # its folds have the validation rows for an adaptive patience
+    stopping: _Stopping
 
     @classmethod
     def of(cls, parent: Node, candidate: SolutionCandidate, rows: int) -> _Pace | None:
@@ -319,9 +319,10 @@ class _Pace:
             seconds *= evidence.folds / len(evidence.fold_values)
         rounds = evidence.stopped_rounds
         kept = sum(rounds.values()) / len(rounds) if rounds and trainer_facts(candidate.trainer).rounds_param else None
-        adaptive = patience_adapts(rows / (evidence.folds or 5))  # each fold's validation rows
-        return cls(seconds, _bag(parent.candidate), _trained(parent.candidate, kept, adaptive), kept,
-                   _rate(parent.candidate), adaptive)
+        folds = evidence.folds or 5
+        stopping = _Stopping(patience_adapts(rows / folds), folds)  # each fold's validation rows
+        return cls(seconds, _bag(parent.candidate), _trained(parent.candidate, kept, stopping), kept,
+                   _rate(parent.candidate), stopping)
 
     def child_kept(self, candidate: SolutionCandidate) -> float | None:
         return self.kept * self.rate / _rate(candidate) if self.kept is not None else None
@@ -331,7 +332,7 @@ class _Pace:
         return self.cv_seconds * _bag(candidate) / self.bag / (self.trained + _fixed_rounds(candidate))
 
     def seconds(self, candidate: SolutionCandidate) -> float:
-        return self.per_round(candidate) * (_trained(candidate, self.child_kept(candidate), self.adaptive)
+        return self.per_round(candidate) * (_trained(candidate, self.child_kept(candidate), self.stopping)
                                             + _fixed_rounds(candidate))
 
     def rounds_within(self, candidate: SolutionCandidate, seconds: float) -> float:
@@ -345,7 +346,7 @@ def _fixed_rounds(candidate: SolutionCandidate) -> float:
     return FIXED_ROUNDS if trainer_facts(candidate.trainer).family == "gbdt" else 0.0
 
 
-def _trained(candidate: SolutionCandidate, kept: float | None, adaptive: bool) -> float:
+def _trained(candidate: SolutionCandidate, kept: float | None, stopping: _Stopping) -> float:
     """Rounds a model trains: a GBDT that stops early, the trees it keeps and its patience past them, within its
     cap; any other, its cap (1 for a model without rounds)."""
     facts = trainer_facts(candidate.trainer)
@@ -354,25 +355,34 @@ def _trained(candidate: SolutionCandidate, kept: float | None, adaptive: bool) -
     cap = float(candidate.params.get(facts.rounds_param) or facts.default_rounds or 1)
     if kept is None or candidate.params.get("early_stopping_rounds") is None:
         return cap
-    return max(min(cap, kept + _patience(candidate, kept, adaptive)), 1.0)
+    return max(min(cap, kept + stopping.patience(candidate, kept)), 1.0)
 
 
-def _most_kept(candidate: SolutionCandidate, rounds: float, adaptive: bool) -> int:
+def _most_kept(candidate: SolutionCandidate, rounds: float, stopping: _Stopping) -> int:
     """The most trees a GBDT may keep when it may train `rounds` rounds, its patience past them included."""
     low, high = 0, max(int(rounds), 0)
     while low < high:  # kept + patience grows with kept
         middle = (low + high + 1) // 2
-        low, high = (middle, high) if middle + _patience(candidate, middle, adaptive) <= rounds else (low, middle - 1)
+        low, high = (middle, high) if middle + stopping.patience(candidate, middle) <= rounds else (low, middle - 1)
     return low
 
 
-def _patience(candidate: SolutionCandidate, kept: float, adaptive: bool) -> float:
-    """Rounds a GBDT that stops early trains past the `kept` trees, as runtime.EarlyStopped waits (adaptively only
-    when its folds have enough validation rows: `adaptive`)."""
-    rounds = int(candidate.params["early_stopping_rounds"])
-    if not (adaptive and trainer_facts(candidate.trainer).adaptive_patience):
-        return rounds
-    return patience(round(kept), rounds, float(candidate.params.get("patience_rate", PATIENCE_RATE)))
+@dataclass(frozen=True)
+class _Stopping:
+    """How a CV's GBDT folds stop: whether they have the validation rows for an adaptive patience, and how many."""
+
+    adaptive: bool
+    folds: int
+
+    def patience(self, candidate: SolutionCandidate, kept: float) -> float:
+        """Rounds a GBDT that stops early trains past the `kept` trees on a fold, as runtime.EarlyStopped waits:
+        adaptively in each fit, or from the earlier folds on all but the first (on the mean over the folds)."""
+        rounds = int(candidate.params["early_stopping_rounds"])
+        kind = trainer_facts(candidate.trainer).adaptive_patience
+        if not self.adaptive or kind is None:
+            return rounds
+        waited = patience(round(kept), rounds, float(candidate.params.get("patience_rate", PATIENCE_RATE)))
+        return (rounds + (self.folds - 1) * waited) / self.folds if kind == FROM_EARLIER_FOLDS else waited
 
 
 def _rate(candidate: SolutionCandidate) -> float:

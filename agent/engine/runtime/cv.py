@@ -55,7 +55,9 @@ def cross_fit(model, X, y, *, needs_proba, classification, n_splits, seed, X_tes
     a pipeline's preprocessing fitted on each fold is taken from the store when it holds it, and saved to it when
     not: a node that changes only the model does not fit its features again (the same values either way). With
     `keep_going(fold, valid_rows, prediction) -> bool`, asked after every fold but the last, a False stops the CV
-    there: the rows of the folds not scored keep a prediction of 0."""
+    there: the rows of the folds not scored keep a prediction of 0. Each early-stopping model's later folds know the
+    most trees its earlier folds kept (EarlyStopped.earlier_best: CatBoost's patience follows it)."""
+    model = clone(model)  # the earlier folds' trees are set on this copy, never on the caller's model
     n_classes = int(np.max(y)) + 1 if classification else None
     folds = make_folds(y, classification=classification, n_splits=n_splits, seed=seed)
     predictions, test_total, rounds, seconds, models = None, None, {}, [], []
@@ -83,6 +85,7 @@ def cross_fit(model, X, y, *, needs_proba, classification, n_splits, seed, X_tes
             models.append(fitted)
         for path, value in stopped.items():
             rounds.setdefault(path, []).append(value)
+        _set_stoppers(model, earlier_best={path: round(max(values)) for path, values in rounds.items()})
         if keep_going is not None and fold + 1 < len(folds) and not keep_going(fold, valid_rows, prediction):
             break
     scored = len(seconds)
@@ -266,10 +269,15 @@ def refit(model, X, y, rounds=None):
     cross-validation folds kept on average (`rounds`, by path: CrossFit.stopped_rounds), so the refit model is
     the one the folds scored; one without a number stops on a share of its own fit rows."""
     model = clone(model)
-    for path, reached in _stopping_paths(model):
-        if path in (rounds or {}):
-            stopper = reached
-            while not isinstance(stopper, EarlyStopped):
-                stopper = _wrapped(stopper)
-            stopper.set_params(refit_rounds=max(int(round(rounds[path])), 1))
+    _set_stoppers(model, refit_rounds={path: max(int(round(value)), 1) for path, value in (rounds or {}).items()})
     return model.fit(X, y)
+
+
+def _set_stoppers(model, **values):
+    """Set a parameter of each early-stopping model inside `model` (runtime.EarlyStopped) to its value by path
+    (`values`: parameter name -> {path: value}); a path without a value is left as it is."""
+    for path, reached in _stopping_paths(model):
+        stopper = reached
+        while not isinstance(stopper, EarlyStopped):
+            stopper = _wrapped(stopper)
+        stopper.set_params(**{name: by_path[path] for name, by_path in values.items() if path in by_path})

@@ -149,19 +149,21 @@ class EarlyStopped(Wrapper):
     `validation_fraction` of its own fit rows. `best_rounds_` is the number of trees it kept.
 
     The patience is adaptive (`patience`): a model whose best round came early waits fewer rounds, at most `rounds`;
-    `patience_rate=0`, or fewer than ADAPTIVE_MIN_ROWS validation rows, waits `rounds` always. Histogram GBDT and
-    CatBoost wait `rounds`: a Python callback, which CatBoost would need, made a CatBoost fit twice as slow.
-    CatBoost is handed
-    its categorical columns by name (catboost_frame); LightGBM and histogram GBDT split on pandas categories
-    natively."""
+    `patience_rate=0`, or fewer than ADAPTIVE_MIN_ROWS validation rows, waits `rounds` always. XGBoost and LightGBM
+    adapt it within each fit, from the best round so far. CatBoost would need a Python callback for that, and it
+    hands a callback its whole metric history every round (a fit took twice as long): it waits a fixed number of
+    rounds, the adaptive patience of `earlier_best` (the most trees the same model kept on the CV's earlier folds,
+    set by cv.cross_fit), or `rounds` on a first fold. Histogram GBDT waits `rounds`. CatBoost is handed its
+    categorical columns by name (catboost_frame); LightGBM and histogram GBDT split on pandas categories natively."""
 
     def __init__(self, estimator=None, rounds=100, patience_rate=PATIENCE_RATE, validation_fraction=0.1,
-                 refit_rounds=None, random_state=0):
+                 refit_rounds=None, earlier_best=None, random_state=0):
         self.estimator = estimator
         self.rounds = rounds
         self.patience_rate = patience_rate
         self.validation_fraction = validation_fraction
         self.refit_rounds = refit_rounds
+        self.earlier_best = earlier_best
         self.random_state = random_state
 
     def fit(self, X, y, sample_weight=None, validation=None):
@@ -221,8 +223,9 @@ class EarlyStopped(Wrapper):
             return int(model.best_iteration_ or model.n_estimators)
         if self.library_ == "CatBoost":
             X, names = catboost_frame(X)
+            wait = self.rounds if self.earlier_best is None else patience(self.earlier_best, self.rounds, rate)
             model.fit(X, y, cat_features=names, eval_set=(catboost_frame(X_valid)[0], y_valid),
-                      early_stopping_rounds=self.rounds, use_best_model=True, verbose=False, **weights)
+                      early_stopping_rounds=wait, use_best_model=True, verbose=False, **weights)
             return int(model.get_best_iteration()) + 1
         # HistGradientBoosting keeps every tree it grew, the last `rounds` that did not improve included.
         model.set_params(early_stopping=True, n_iter_no_change=self.rounds)

