@@ -195,7 +195,7 @@ def solve_task(
     if session is not None:
         session.start()
     journal, final_fit, failure = Journal(), None, ""
-    anytime = AnytimeSubmission(out_dir, dataset, trainer_registry(), settings.search.seed)
+    anytime = AnytimeSubmission(out_dir, dataset, trainer_registry())
     with open_trace(out_dir) as trace:
 
         def record_node(node: Node, journal: Journal) -> None:
@@ -213,7 +213,9 @@ def solve_task(
                                 executor=executor, on_node=record_node, on_best=anytime.offer,
                                 script_dir=out_dir / FREE_CODE_DIR)
             try:
-                result = search.run()
+                # The LLM's scripts run where the OS offers no isolation only when the settings allow it.
+                with isolation.allowing_unisolated_code(settings.allow_unisolated_code):
+                    result = search.run()
                 run, final_fit = result.run, result.final_fit
             except Exception as error:  # noqa: BLE001 - whatever broke, the run keeps its anytime submission
                 failure = f"{type(error).__name__}: {error}"
@@ -241,7 +243,7 @@ def solve_task(
     if failure:
         notes.append(f"the search stopped on an error ({failure}; traceback in {ERROR_FILE})")
     if final_written:
-        solution_path = write_solution(out_dir, dataset, run, journal, search.trainers, settings.search.seed,
+        solution_path = write_solution(out_dir, dataset, run, journal, search.trainers,
                                        fold_average=final_fit is not None and final_fit.how == FOLD_AVERAGE)
     else:  # the anytime submission's node's, when it could be rendered
         solution_path = out_dir / SOLUTION_FILE if (out_dir / SOLUTION_FILE).is_file() else None

@@ -107,22 +107,21 @@ def write_submission(out_dir: Path, dataset: Dataset, prediction: Any) -> Path:
 
 
 def write_solution(out_dir: Path, dataset: Dataset, run: EngineeringRun, journal: Journal | None,
-                   trainers: Mapping[str, Trainer], random_state: int, fold_average: bool = False) -> Path | None:
+                   trainers: Mapping[str, Trainer], fold_average: bool = False) -> Path | None:
     """solution.py for the best spec, headed by where it came from; None when nothing was verified."""
     if run.best_spec is None:
         return None
     if journal is not None:
-        return write_node_solution(out_dir, dataset, journal.best(), len(journal), trainers, random_state,
-                                   fold_average)
+        return write_node_solution(out_dir, dataset, journal.best(), len(journal), trainers, fold_average)
     best = run.best_attempt
     headline = (f"Attempt {best.index} of {len(run.attempts)} ({best.candidate.rationale}): "
                 f"CV {run.metric} = {best.evidence.metric_value:.6f}.")
     return write_atomically(out_dir / SOLUTION_FILE, render_solution(
-        run.best_spec, dataset, trainers, random_state, headline=headline, fold_average=fold_average))
+        run.best_spec, dataset, trainers, headline=headline, fold_average=fold_average))
 
 
 def write_node_solution(out_dir: Path, dataset: Dataset, node: Node, nodes: int, trainers: Mapping[str, Trainer],
-                        random_state: int, fold_average: bool = False) -> Path:
+                        fold_average: bool = False) -> Path:
     """solution.py for a node of the solution tree (of `nodes` nodes), headed by where it came from."""
     headline = (f"Node {node.id} of {nodes} in the solution tree ({node.action}: {node.plan}): "
                 f"CV {dataset.metric} = {node.metric:.6f}.")
@@ -133,8 +132,8 @@ def write_node_solution(out_dir: Path, dataset: Dataset, node: Node, nodes: int,
             "It runs in a folder holding train.csv, test.csv, folds.csv and task.json as casebook writes "
             f"them (free_code/node-{node.id}/ of this run folder), and writes oof.csv and "
             'test_predictions.csv there; casebook scored oof.csv itself."""\n\n' + node.code))
-    return write_atomically(path, render_solution(SolutionSpec.from_dict(node.spec), dataset, trainers, random_state,
-                                                  headline=headline, fold_average=fold_average))
+    return write_atomically(path, render_solution(SolutionSpec.from_dict(node.spec), dataset, trainers, headline=headline,
+                                                  fold_average=fold_average))
 
 
 def write_run_record(out_dir: Path, record: Mapping[str, Any]) -> Path:
@@ -147,8 +146,8 @@ class AnytimeSubmission:
     node they came from until the run's own record replaces it. A crash, a kill or a spent budget at any moment
     leaves the last valid submission."""
 
-    def __init__(self, out_dir: Path, dataset: Dataset, trainers: Mapping[str, Trainer], random_state: int):
-        self.out_dir, self.dataset, self.trainers, self.random_state = out_dir, dataset, trainers, random_state
+    def __init__(self, out_dir: Path, dataset: Dataset, trainers: Mapping[str, Trainer]):
+        self.out_dir, self.dataset, self.trainers = out_dir, dataset, trainers
         self.started = time.time()
         self.node: Node | None = None
         self.how = ""  # how the standing submission was made; "" while there is none
@@ -167,8 +166,7 @@ class AnytimeSubmission:
             return False
         self.node, self.how = node, "CV fold models averaged"
         try:
-            write_node_solution(self.out_dir, self.dataset, node, node.id + 1, self.trainers, self.random_state,
-                                fold_average=True)
+            write_node_solution(self.out_dir, self.dataset, node, node.id + 1, self.trainers, fold_average=True)
         except (NotRenderableError, SpecError, KeyError, TypeError, ValueError) as error:
             self.errors.append(f"node {node.id}: solution.py not rendered ({error})")
         write_run_record(self.out_dir, {"status": "running", "seconds": round(time.time() - self.started, 1),

@@ -99,7 +99,6 @@ def render_solution(
     spec: SolutionSpec,
     dataset: Dataset,
     trainers: Mapping[str, Trainer],
-    random_state: int,
     *,
     headline: str = "",
     extra_steps: Mapping[str, StepOp] | None = None,
@@ -109,7 +108,8 @@ def render_solution(
     submission: from one refit on every row, or with `fold_average`, from the CV fold models' averaged test
     predictions (as the agent's submission was made when the refit did not fit in its budget). TASK_DIR defaults
     to the file's own folder when it holds the task, else the one it was rendered from; `--predict NEW_CSV` uses
-    the model.pkl beside it when there is one."""
+    the model.pkl beside it when there is one. Its models are seeded, and its folds made, with the spec's
+    validation seed: the CV the spec records."""
     if dataset.task_dir is None:
         raise NotRenderableError("solution.py reads a task folder; this dataset was not loaded from one")
     task = {
@@ -138,7 +138,7 @@ def render_solution(
         "without one fits as above and predicts them.\n"
         'Needs numpy, pandas and scikit-learn (and the boosting library the model uses, if any)."""\n'
     )
-    model = render_model(spec, dataset, trainers, random_state, extra_steps)
+    model = render_model(spec, dataset, trainers, spec.validation.seed, extra_steps)
     return docstring + "\n" + runtime_source() + _MAIN.format(task=task, model=model)
 
 

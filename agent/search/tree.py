@@ -30,7 +30,6 @@ from agent.engine.steps import StepOp
 from agent.engine.trainers import Trainer, default_steps
 from agent.evaluator import Evaluator
 from agent.execution.executors import Executor
-from agent.execution.isolation import allowing_unisolated_code
 from agent.search.blending import blendable
 from agent.search.clock import BudgetClock
 from agent.search.exploration import Exploring, exploring
@@ -151,11 +150,9 @@ class TreeSearch:
         self.started = time.monotonic()
         self.baseline = self.evaluator.baseline(self.dataset)
         self.explore = exploring(self.dataset, self.evaluator, self.verifier, self.clock)
-        # The LLM's scripts run where the OS offers no isolation only when the settings allow it.
-        with allowing_unisolated_code(self.settings.allow_unisolated_code):
-            while not self.stop_reason:
-                self.step()
-            return self.finish()
+        while not self.stop_reason:
+            self.step()
+        return self.finish()
 
     def step(self) -> None:
         """Draw one proposal per worker (the policy picks, the proposer proposes), evaluate them together, then

@@ -307,7 +307,7 @@ def test_solution_py_with_new_steps_reproduces_the_cv_score(tasks, tmp_path):
     compiled = compile_spec(spec, dataset.compile_context(0), TRAINERS)
     assert repr(rendered) == repr(compiled)
     script = tmp_path / "solution.py"
-    script.write_text(render_solution(spec, dataset, TRAINERS, 0))
+    script.write_text(render_solution(spec, dataset, TRAINERS))
     completed = subprocess.run([sys.executable, str(script), str(dataset.task_dir), str(tmp_path / "sub.csv")],
                                capture_output=True, text=True, timeout=300, check=True)
     printed = float(completed.stdout.split("cv_roc_auc=")[1].split()[0])

@@ -83,7 +83,7 @@ def test_a_blend_is_a_solution_whose_cv_is_its_out_of_fold_score(attrition, memb
     # refitting the blended model fold by fold scores exactly what the blended OOF predictions score
     assert cross_validate(pipeline, dataset, spec) == pytest.approx(list(mixed.fold_values), abs=1e-9)
     solution = tmp_path / "solution.py"
-    solution.write_text(render_solution(spec, dataset, TRAINERS, 0))
+    solution.write_text(render_solution(spec, dataset, TRAINERS))
     completed = subprocess.run([sys.executable, str(solution), str(built.task_dir), str(tmp_path / "sub.csv")],
                                capture_output=True, text=True, timeout=300, check=True)
     printed = float(re.search(r"cv_roc_auc=([0-9.]+)", completed.stdout).group(1))
@@ -111,7 +111,7 @@ def test_rank_average_and_stack_are_solutions_whose_cv_is_their_out_of_fold_scor
         # members refit fold by fold, combined with the fixed coefficients, score what the OOF combination scored
         assert cross_validate(pipeline, dataset, spec) == pytest.approx(list(combination.fold_values), abs=1e-9)
     solution = tmp_path / "solution.py"
-    solution.write_text(render_solution(_combined_spec(stacked, MEMBERS), dataset, TRAINERS, 0))
+    solution.write_text(render_solution(_combined_spec(stacked, MEMBERS), dataset, TRAINERS))
     completed = subprocess.run([sys.executable, str(solution), str(built.task_dir), str(tmp_path / "sub.csv")],
                                capture_output=True, text=True, timeout=300, check=True)
     printed = float(re.search(r"cv_roc_auc=([0-9.]+)", completed.stdout).group(1))
