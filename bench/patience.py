@@ -28,9 +28,10 @@ from pathlib import Path
 import click
 
 from agent.candidate import SolutionCandidate
-from agent.engine.runtime.wrappers import PATIENCE_RATE, patience
-from agent.engine.trainers import FROM_EARLIER_FOLDS, builtin_trainers, steps_for, trainer_facts
+from agent.engine.runtime.wrappers import PATIENCE_RATE, patience_adapts
+from agent.engine.trainers import builtin_trainers, steps_for, trainer_facts
 from agent.evaluator import Evaluator
+from agent.search.fit_time import FoldStopping
 from bench.agent_bench import RUNS
 from bench.change_times import measure_tables, table_bench_options, task_dataset
 from bench.throughput_bench import REPO, code_stamp
@@ -67,22 +68,15 @@ def measure(name: str, measured: list[dict], pool: Path, root: Path) -> list[dic
         rounds = draft.params["early_stopping_rounds"]
         item = {"task": name, "rows": rows, "family": family, "metric": dataset.metric, "greater_is_better": greater,
                 "patience": rounds, "code": code_stamp(None)}
-        for arm, evidence in runs.items():
+        # Rounds a fold trained past its kept trees, on the mean over the folds, as the search's estimate counts them.
+        stopping = FoldStopping(patience_adapts(rows / 5), 5)
+        for (arm, evidence), candidate in zip(runs.items(), (fixed, draft)):
             kept = sum(evidence.stopped_rounds.values()) / max(len(evidence.stopped_rounds), 1)
             item[arm] = {"seconds": evidence.elapsed, "score": evidence.metric_value, "kept": kept,
-                         "trained": kept + waited(family, kept, rounds, arm)}
+                         "trained": kept + stopping.patience(candidate, kept)}
         measured.append(item)
         click.echo(row(item), err=True)
     return measured
-
-
-def waited(family: str, kept: float, rounds: int, arm: str) -> float:
-    """Rounds a fold trained past its kept trees, on the mean over the 5 folds (CatBoost's first fold waits the
-    fixed patience, its others about the adaptive one of their own trees)."""
-    if arm == "fixed":
-        return rounds
-    adaptive = patience(round(kept), rounds, PATIENCE_RATE)
-    return (rounds + 4 * adaptive) / 5 if trainer_facts(family).adaptive_patience == FROM_EARLIER_FOLDS else adaptive
 
 
 def score_change(item: dict) -> float:

@@ -306,7 +306,7 @@ class _Pace:
     trained: float
     kept: float | None
     rate: float
-    stopping: _Stopping
+    stopping: FoldStopping
 
     @classmethod
     def of(cls, parent: Node, candidate: SolutionCandidate, rows: int) -> _Pace | None:
@@ -320,7 +320,7 @@ class _Pace:
         rounds = evidence.stopped_rounds
         kept = sum(rounds.values()) / len(rounds) if rounds and trainer_facts(candidate.trainer).rounds_param else None
         folds = evidence.folds or 5
-        stopping = _Stopping(patience_adapts(rows / folds), folds)  # each fold's validation rows
+        stopping = FoldStopping(patience_adapts(rows / folds), folds)  # each fold's validation rows
         return cls(seconds, _bag(parent.candidate), _trained(parent.candidate, kept, stopping), kept,
                    _rate(parent.candidate), stopping)
 
@@ -346,7 +346,7 @@ def _fixed_rounds(candidate: SolutionCandidate) -> float:
     return FIXED_ROUNDS if trainer_facts(candidate.trainer).family == "gbdt" else 0.0
 
 
-def _trained(candidate: SolutionCandidate, kept: float | None, stopping: _Stopping) -> float:
+def _trained(candidate: SolutionCandidate, kept: float | None, stopping: FoldStopping) -> float:
     """Rounds a model trains: a GBDT that stops early, the trees it keeps and its patience past them, within its
     cap; any other, its cap (1 for a model without rounds)."""
     facts = trainer_facts(candidate.trainer)
@@ -358,7 +358,7 @@ def _trained(candidate: SolutionCandidate, kept: float | None, stopping: _Stoppi
     return max(min(cap, kept + stopping.patience(candidate, kept)), 1.0)
 
 
-def _most_kept(candidate: SolutionCandidate, rounds: float, stopping: _Stopping) -> int:
+def _most_kept(candidate: SolutionCandidate, rounds: float, stopping: FoldStopping) -> int:
     """The most trees a GBDT may keep when it may train `rounds` rounds, its patience past them included."""
     low, high = 0, max(int(rounds), 0)
     while low < high:  # kept + patience grows with kept
@@ -368,7 +368,7 @@ def _most_kept(candidate: SolutionCandidate, rounds: float, stopping: _Stopping)
 
 
 @dataclass(frozen=True)
-class _Stopping:
+class FoldStopping:
     """How a CV's GBDT folds stop: whether they have the validation rows for an adaptive patience, and how many."""
 
     adaptive: bool
