@@ -99,9 +99,10 @@ def test_a_model_writing_only_refused_scripts_is_asked_for_specs_after_two(fake_
 
 
 def test_failures_are_retried_only_while_the_deadline_allows(fake_llm):
-    fake_llm.fail(503, times=10, retry_after="3")
-    client = LLMClient(MODEL, deadline=time.monotonic() + 2.5)
+    fake_llm.fail(503, times=10, retry_after="30")
+    # A deadline far enough off that the SDK client's first start (seconds on two busy cores) leaves time for a call.
+    client = LLMClient(MODEL, deadline=time.monotonic() + 10)
     started = time.monotonic()
     with pytest.raises(LLMUnavailable, match="no time left for another"):
         client.ask("Answer in JSON.", [], "q?")
-    assert time.monotonic() - started < 1.5 and len(fake_llm.requests) == 1  # a 3 s wait would pass the deadline
+    assert time.monotonic() - started < 10 and len(fake_llm.requests) == 1  # a 30 s wait would pass the deadline
