@@ -181,3 +181,13 @@ class AppliedTrick:
             data["related_kinds"] = ("",) * len(data.get("related") or ())
         return cls(**{**data, "params": dict(data.get("params") or {}), "related": tuple(data.get("related") or ()),
                       "related_kinds": tuple(data.get("related_kinds") or ())})
+
+
+@dataclass(frozen=True, eq=False)
+class Refit:
+    """The chosen spec fitted on every training row; model and prediction are None when the refit failed."""
+
+    model: Any
+    test_prediction: Any  # None too when the dataset has no test set
+    error: str = ""
+    seconds: float = 0.0

@@ -6,7 +6,10 @@ its time limit is OVER_TIME evidence (the budget's verdict, not the candidate's 
 CV's fold models also predict the test set, and their average comes back with the evidence: a submission that
 needs no refit. `baseline` scores the trivial prior/mean model, and `fit_all_rows` fits the chosen spec on every
 training row, with the number of trees early stopping chose in its folds, and predicts the test set. Scores are
-greater-is-better throughout (an error metric is negated). `sample` draws the rows a large table is explored on.
+greater-is-better throughout (an error metric is negated). What a search proposes becomes a spec on the evaluator's
+folds (`spec_of` a candidate, `blend_spec` of member specs), and its Python source (`pipeline_code`); `sample` draws
+the rows a large table is explored on, every class filling the folds. The tree search knows all this by its
+protocol (agent.search.protocols.TreeEvaluator), and solve_task builds the evaluator (`for_solve`).
 
 A node that changes only the model of an earlier one reuses what depends on its preprocessing alone: each fold's
 fitted steps (agent.engine.fit.FoldCache, on this machine's executor) and the probes' inspection.
@@ -18,15 +21,22 @@ import math
 import time
 import uuid
 import weakref
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from agent.candidate import SolutionCandidate
-from agent.engine.compile import compile_spec, ensemble_members, model_names
+from agent.candidate import Refit, SolutionCandidate
+from agent.engine.compile import (
+    NotRenderableError,
+    compile_spec,
+    ensemble_members,
+    ensemble_spec,
+    model_names,
+    render_model,
+)
 from agent.engine.dataset import Dataset
 from agent.engine.fit import (
     FoldCache,
@@ -63,16 +73,6 @@ INSPECTIONS_KEPT = 256
 
 
 @dataclass(frozen=True, eq=False)
-class Refit:
-    """The chosen spec fitted on every training row; model and prediction are None when the refit failed."""
-
-    model: Any
-    test_prediction: Any  # None too when the dataset has no test set
-    error: str = ""
-    seconds: float = 0.0
-
-
-@dataclass(frozen=True, eq=False)
 class FoldModels:
     """A spec's CV fold models: for each ensemble member (or the one model), its fold models in fold order; empty
     when the fit failed."""
@@ -94,6 +94,7 @@ class Evaluator:
         memory_limit: int | None = DEFAULT_MEMORY_LIMIT,
         executor: Executor | None = None,
         reuse_preprocessing: bool = True,
+        allow_unisolated_code: bool = False,
     ):
         self.cv = cv
         self.random_state = random_state
@@ -107,26 +108,50 @@ class Evaluator:
         # Folds in files on this machine; a Ray cluster's workers do not share them.
         self.fold_cache = FoldCache() if reuse_preprocessing and isinstance(self.executor, LocalExecutor) else None
         self.reuse_preprocessing = reuse_preprocessing
+        self.allow_unisolated_code = allow_unisolated_code  # free code where the OS offers no isolation
         self._inspections: dict[str, Inspection] = {}  # preprocessing_key -> the probes' inspection
         self._data_tokens: weakref.WeakKeyDictionary[Dataset, str] = weakref.WeakKeyDictionary()
 
     @classmethod
-    def for_table(cls, settings: SolveSettings, rows: int, trainers: Mapping[str, Trainer] | None = None,
+    def for_solve(cls, settings: SolveSettings, folds: int, trainers: Mapping[str, Trainer] | None = None,
                   step_ops: Mapping[str, StepOp] | None = None, executor: Executor | None = None) -> Evaluator:
-        """The evaluator a solve with `settings` scores a table of `rows` training rows with: its folds by
-        settings.folds_for, its seed the search's, its limits the settings'."""
-        return cls(settings.folds_for(rows), settings.search.seed, trainers, step_ops,
+        """The evaluator a solve with `settings` scores its table with: on `folds` CV folds (the table's, by
+        SolveSettings.folds_for), its seed the search's, its limits the settings'."""
+        return cls(folds, settings.search.seed, trainers, step_ops,
                    candidate_time_limit=settings.candidate_time_limit, memory_limit=settings.memory_limit,
-                   executor=executor)
+                   executor=executor, allow_unisolated_code=settings.allow_unisolated_code)
 
     @property
     def validation(self) -> ValidationSpec:
         return ValidationSpec(n_splits=self.cv, seed=self.random_state)
 
+    def spec_of(self, candidate: SolutionCandidate) -> SolutionSpec:
+        """The spec this evaluator runs for the candidate: its trainer's, on this evaluator's folds; SpecError when
+        the candidate cannot be built (e.g. a trainer nobody registered)."""
+        return candidate.to_spec(self.trainers, self.validation)
+
+    def blend_spec(self, members: Sequence[SolutionSpec], weights: Sequence[float], *, intercept: float = 0.0,
+                   link: str | None = None) -> SolutionSpec:
+        """The spec this evaluator runs for a blend of member specs (agent.engine.compile.ensemble_spec), on its
+        folds: a weighted average, or with a `link` a linear stack with an intercept."""
+        return ensemble_spec(members, weights, self.validation, intercept=intercept, link=link)
+
+    def sample(self, dataset: Dataset, rows: int) -> Dataset:
+        """`rows` of the dataset's training rows, each class enough for this evaluator's folds, drawn with its seed
+        (Dataset.sample): the rows a large table is explored on."""
+        return dataset.sample(rows, self.cv, self.random_state)
+
+    def pipeline_code(self, spec: SolutionSpec, dataset: Dataset) -> str:
+        """The Python source of the spec's pipeline, as this evaluator compiles it; "" when it cannot be rendered."""
+        try:
+            return render_model(spec, dataset, self.trainers, self.random_state, self.step_ops)
+        except (NotRenderableError, SpecError, KeyError, TypeError, ValueError):
+            return ""
+
     def baseline(self, dataset: Dataset) -> float:
         """CV score of the trivial prior/mean model, oriented so that greater is better; DatasetError when the
         training rows are too few for the CV folds."""
-        spec = SolutionCandidate("baseline", steps=()).to_spec(self.trainers, self.validation)
+        spec = self.spec_of(SolutionCandidate("baseline", steps=()))
         check_folds(dataset, self.cv)
         pipeline = compile_spec(spec, dataset.compile_context(self.random_state), self.trainers, self.step_ops)
         return oriented(float(np.mean(cross_validate(pipeline, dataset, spec))), dataset.metric_info)
@@ -136,7 +161,7 @@ class Evaluator:
         """The candidate's spec and its evidence (see evaluate); a candidate that cannot be built is error
         evidence."""
         try:
-            spec = candidate.to_spec(self.trainers, self.validation)
+            spec = self.spec_of(candidate)
         except SpecError as error:  # e.g. a proposer naming a trainer nobody registered
             spec = SolutionSpec(tuple(candidate.steps or ()), ModelSpec(candidate.trainer, dict(candidate.params)),
                                 candidate.target_transform, self.validation)
@@ -182,7 +207,8 @@ class Evaluator:
         (agent.execution.free_code.run_script), stopped at `deadline`: its evidence (the leakage probe's result as a
         finding), and the run, which holds the script's test predictions."""
         time_limit = min(self.candidate_time_limit, deadline - time.monotonic())
-        run = run_script(source, dataset, run_folder, Limits(time_limit, self.memory_limit), self.validation)
+        run = run_script(source, dataset, run_folder, Limits(time_limit, self.memory_limit), self.validation,
+                         allow_unisolated=self.allow_unisolated_code)
         findings = {
             PROBE_LEAK: (Finding(LEAK_TARGET, message="the script's out-of-fold predictions change when only the "
                                                       "validation fold's targets change: it learns from the target "
@@ -231,27 +257,6 @@ class Evaluator:
     def _trainers_for(self, spec: SolutionSpec) -> dict[str, Trainer]:
         # Only the trainers in use travel to the child: others may not even be picklable.
         return {name: self.trainers[name] for name in model_names(spec) if name in self.trainers}
-
-
-def sample(dataset: Dataset, rows: int, n_splits: int, seed: int) -> Dataset:
-    """`rows` of the training rows, drawn at random (by class for classification, and every class keeps at least
-    `n_splits` rows so that each CV fold holds it), without the test set: the data a large table is explored on."""
-    n_rows = len(dataset.y)
-    if rows >= n_rows:
-        return dataset
-    rng = np.random.default_rng(seed)
-    if dataset.classification:
-        classes = np.unique(dataset.y)
-        picked = []
-        for label in classes:
-            members = rng.permutation(np.flatnonzero(dataset.y == label))
-            share = max(round(rows * len(members) / n_rows), min(n_splits, len(members)))
-            picked.append(members[:share])
-        chosen = np.sort(np.concatenate(picked))
-    else:
-        chosen = np.sort(rng.choice(n_rows, size=rows, replace=False))
-    return replace(dataset, X=dataset.X.iloc[chosen].reset_index(drop=True), y=dataset.y[chosen], X_test=None,
-                   test_ids=None)
 
 
 def _evaluation_job(spec, dataset, trainers, step_ops, random_state, predict_test, store: FoldStore | None,

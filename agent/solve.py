@@ -24,6 +24,7 @@ from agent.engine.fit import check_folds
 from agent.engine.screening import screen_wide_table
 from agent.engine.spec import ValidationSpec
 from agent.engine.trainers import trainer_registry
+from agent.evaluator import Evaluator
 from agent.execution import isolation, sandbox
 from agent.execution.executors import make_executor
 from agent.execution.sandbox import Limits, error_tail
@@ -164,9 +165,11 @@ def solve_task(
     proposer = session.proposer if session is not None else proposer
     # The whole solve's budget, set-up and outputs included: from its start, the proposers' set-up counted.
     clock = BudgetClock.starting(settings.search, started_monotonic)
+    # The CV's folds, decided once from the table as profiled: fewer than settings.cv on a large table.
+    folds = settings.folds_for(profile.n_rows)
     try:
-        dataset = Dataset.from_profile(profile, min_class_rows=settings.cv)
-        check_folds(dataset, settings.cv)  # before the run folder exists, so a too-small table leaves nothing behind
+        dataset = Dataset.from_profile(profile, min_class_rows=folds)
+        check_folds(dataset, folds)  # before the run folder exists, so a too-small table leaves nothing behind
         dataset, screening = screen_wide_table(dataset, settings.search.seed)
         check_submission_writer(dataset)  # a shape the writer cannot handle is found now, not after the budget
     except DatasetError as error:
@@ -188,7 +191,8 @@ def solve_task(
                              f"set-up, less than the {MIN_SEARCH_SECONDS:g} s a first node and the outputs need; give "
                              f"at least {math.ceil(spent + MIN_SEARCH_SECONDS)} s")
     if settings.llm is not None:
-        proposer = _llm_proposer(settings, proposer, dataset, out_dir, clock.deadline)
+        proposer = _llm_proposer(settings, proposer, dataset, out_dir, clock.deadline,
+                                 ValidationSpec(n_splits=folds, seed=settings.search.seed))
     # before the run folder exists, so a Ray cluster that cannot be reached leaves nothing behind
     executor = make_executor(settings.executor, address=settings.ray_address, workers=settings.workers)
     settings = replace(settings, workers=executor.workers)  # run.json records how many nodes ran at once
@@ -209,18 +213,16 @@ def solve_task(
         with closing(executor):
             # loading the data, joining Ray and leaving it come out of the search's budget
             search_clock = clock.from_now(executor.close_seconds)
-            search = TreeSearch(proposer, profile, dataset, settings, clock=search_clock, journal=journal,
-                                executor=executor, on_node=record_node, on_best=anytime.offer,
-                                script_dir=out_dir / FREE_CODE_DIR)
+            evaluator = Evaluator.for_solve(settings, folds, executor=executor)
+            search = TreeSearch(proposer, evaluator, profile, dataset, settings, clock=search_clock, journal=journal,
+                                on_node=record_node, on_best=anytime.offer, script_dir=out_dir / FREE_CODE_DIR)
             try:
-                # The LLM's scripts run where the OS offers no isolation only when the settings allow it.
-                with isolation.allowing_unisolated_code(settings.allow_unisolated_code):
-                    result = search.run()
+                result = search.run()
                 run, final_fit = result.run, result.final_fit
             except Exception as error:  # noqa: BLE001 - whatever broke, the run keeps its anytime submission
                 failure = f"{type(error).__name__}: {error}"
                 write_atomically(out_dir / ERROR_FILE, traceback.format_exc())
-                run = engineering_run(journal, dataset.metric, _baseline_or_nan(search, dataset), 0,
+                run = engineering_run(journal, dataset.metric, _baseline_or_nan(evaluator, dataset), 0,
                                       f"stopped by an error: {failure}")
 
     submission_path, final_written = None, False
@@ -243,13 +245,13 @@ def solve_task(
     if failure:
         notes.append(f"the search stopped on an error ({failure}; traceback in {ERROR_FILE})")
     if final_written:
-        solution_path = write_solution(out_dir, dataset, run, journal, search.trainers,
+        solution_path = write_solution(out_dir, dataset, run, journal, evaluator.trainers,
                                        fold_average=final_fit is not None and final_fit.how == FOLD_AVERAGE)
     else:  # the anytime submission's node's, when it could be rendered
         solution_path = out_dir / SOLUTION_FILE if (out_dir / SOLUTION_FILE).is_file() else None
     model_path, model_note = save_final_model(
         out_dir, dataset, run, final_fit, anytime.node, final_written,
-        search.evaluator if settings.save_fold_models else None)
+        evaluator if settings.save_fold_models else None)
     if model_note:
         notes.append(model_note)
     if session is not None:
@@ -257,7 +259,7 @@ def solve_task(
             session.finish(run, journal, solution_path)
         except Exception as error:  # noqa: BLE001 - the submission stands; only the case library misses this run
             notes.append(f"the case library did not record this run ({type(error).__name__}: {error})")
-    record = _run_record(profile, settings, dataset, run, journal, proposer, notes, started, submission_path,
+    record = _run_record(profile, settings, folds, dataset, run, journal, proposer, notes, started, submission_path,
                          solution_path)
     # How the submission was made: a refit on every row, or the CV fold models averaged (agent.search.final).
     write_run_record(out_dir, {**record, "final_fit": final_fit.to_dict() if final_fit is not None else None,
@@ -280,25 +282,25 @@ def check_submission_writer(dataset: Dataset) -> None:
                            "test.csv's ids in one column and the predictions in the others") from error
 
 
-def _baseline_or_nan(search: TreeSearch, dataset: Dataset) -> float:
+def _baseline_or_nan(evaluator: Evaluator, dataset: Dataset) -> float:
     """The trivial baseline's CV score for a search stopped by an error; NaN when scoring it fails too."""
     try:
-        return search.evaluator.baseline(dataset)
+        return evaluator.baseline(dataset)
     except Exception:  # noqa: BLE001 - the error that stopped the search is the one reported
         return math.nan
 
 
 def _llm_proposer(settings: SolveSettings, offline: TreeProposer, dataset: Dataset, out_dir: Path,
-                  deadline: float) -> LLMProposer:
+                  deadline: float, validation: ValidationSpec) -> LLMProposer:
     """The LLM proposer over the offline one, with a free-code coder whose scripts run in the run folder's
-    free_code/ (the tree search's nodes in node-<id>, the coder's step runs in plan-<n>); no call or script runs
-    past `deadline` (the solve's)."""
+    free_code/ (the tree search's nodes in node-<id>, the coder's step runs in plan-<n>) on the search's CV
+    (`validation`); no call or script runs past `deadline` (the solve's)."""
     client = LLMClient(settings.llm, budget_usd=settings.llm_budget_usd, deadline=deadline)
     code_off = free_code_off(settings.allow_unisolated_code)
     if code_off is not None:
         return LLMProposer(client, offline, code_off=code_off)
     coder = FreeCoder(dataset, out_dir / FREE_CODE_DIR, Limits(settings.candidate_time_limit, settings.memory_limit),
-                      ValidationSpec(n_splits=settings.folds_for(len(dataset.y)), seed=settings.search.seed), deadline)
+                      validation, deadline, allow_unisolated=settings.allow_unisolated_code)
     return LLMProposer(client, offline, coder=coder)
 
 
@@ -335,7 +337,7 @@ def _experience_record(packs: list[tuple[Path, ExperiencePack]], portfolio: Port
             "measured_changes": len(change_gains.measured) if change_gains is not None else 0}
 
 
-def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset, run: EngineeringRun,
+def _run_record(profile: TaskProfile, settings: SolveSettings, folds: int, dataset: Dataset, run: EngineeringRun,
                 journal: Journal, proposer: TreeProposer, notes: list[str], started: float,
                 submission_path: Path | None, solution_path: Path | None) -> dict[str, Any]:
     """run.json: set-up, settings, outcome and the journal."""
@@ -345,7 +347,7 @@ def _run_record(profile: TaskProfile, settings: SolveSettings, dataset: Dataset,
         "task": {key: value for key, value in profile.to_dict().items() if key != "description"},
         "settings": asdict(settings),
         # the CV's folds: fewer than settings.cv asked for on a large table (SearchSettings.folds_for)
-        "cv_folds": settings.folds_for(len(dataset.y)),
+        "cv_folds": folds,
         "search": f"tree search ({' > '.join(type(link).__name__ for link in proposer.chain())})",  # outermost first
         "summary": run.summary() + _throughput_words(journal.throughput()),
         "metric": run.metric,

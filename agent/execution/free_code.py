@@ -71,7 +71,7 @@ from agent.engine.dataset import Dataset
 from agent.engine.fit import check_folds
 from agent.engine.spec import ValidationSpec
 from agent.execution import confine
-from agent.execution.isolation import Isolation, probe, unisolated_allowed
+from agent.execution.isolation import Isolation, probe
 from agent.execution.sandbox import Limits, Outcome, error_tail, last_line, shows_output
 
 SCRIPT_FILE = "script.py"
@@ -295,13 +295,14 @@ def _prediction_columns(dataset: Dataset) -> list[str]:
     return [PREDICTION]
 
 
-def execute_script(source: str, run_folder: Path, limits: Limits, isolation: Isolation | None = None) -> Outcome:
+def execute_script(source: str, run_folder: Path, limits: Limits, isolation: Isolation | None = None, *,
+                   allow_unisolated: bool = False) -> Outcome:
     """Run `source` as `script.py` in `run_folder`, isolated (agent.execution.isolation: `isolation`, by default what
     this machine offers) and confined (agent.execution.confine) under `limits`; never raises for anything the script
     does. `Outcome.value` is the end of its stdout; `error` the end of its stderr. Without isolation the script
-    does not run (an "error" saying why) unless unisolated code is allowed (isolation.allowing_unisolated_code)."""
+    does not run (an "error" saying why) unless `allow_unisolated` (agent solve --allow-unisolated-code)."""
     isolation = isolation if isolation is not None else probe()
-    if not isolation.available and not unisolated_allowed():
+    if not isolation.available and not allow_unisolated:
         return Outcome("error", error=f"{FREE_CODE_OFF}: this machine offers no OS isolation ({isolation.why_not}); "
                                       "--allow-unisolated-code runs it under the audit hook and limits only")
     run_folder = Path(run_folder).resolve()
@@ -394,7 +395,8 @@ def _death(number: int, complaint: str) -> str:
 
 
 def run_script(source: str, dataset: Dataset, run_folder: Path, limits: Limits,
-               validation: ValidationSpec = _DEFAULT_VALIDATION, leak_probe: bool = True) -> ScriptRun:
+               validation: ValidationSpec = _DEFAULT_VALIDATION, leak_probe: bool = True, *,
+               allow_unisolated: bool = False) -> ScriptRun:
     """Check, run and score a script in `run_folder` (see the module's docstring); each run of it is held to
     `limits`. Never raises for anything the script does; DatasetError when the dataset cannot fill the folds."""
     problems = check_script(source)
@@ -402,7 +404,7 @@ def run_script(source: str, dataset: Dataset, run_folder: Path, limits: Limits,
         return ScriptRun("error", error=f"the script was {REFUSED_BEFORE_RUNNING}: {'; '.join(problems)}")
     run_folder = Path(run_folder)
     folds = write_inputs(dataset, run_folder, validation)
-    outcome = execute_script(source, run_folder, limits)
+    outcome = execute_script(source, run_folder, limits, allow_unisolated=allow_unisolated)
     if not outcome.ok:
         return ScriptRun(outcome.status, error=outcome.error, output=outcome.value or "", elapsed=outcome.elapsed)
     try:
@@ -417,7 +419,7 @@ def run_script(source: str, dataset: Dataset, run_folder: Path, limits: Limits,
                     test_prediction=test_prediction)
     if not leak_probe:
         return run
-    probe, error, seconds = _probe(source, dataset, validation, oof, folds[0][1], limits)
+    probe, error, seconds = _probe(source, dataset, validation, oof, folds[0][1], limits, allow_unisolated)
     elapsed = run.elapsed + seconds
     if error:
         return ScriptRun("error", fold_values, error=f"the leakage probe could not check the script: {error}",
@@ -503,7 +505,7 @@ def _class_codes(labels: pd.Series, classes: np.ndarray, name: str) -> np.ndarra
 
 
 def _probe(source: str, dataset: Dataset, validation: ValidationSpec, reference: np.ndarray,
-           valid_rows: np.ndarray, limits: Limits) -> tuple[str, str, float]:
+           valid_rows: np.ndarray, limits: Limits, allow_unisolated: bool) -> tuple[str, str, float]:
     """(PROBE_ result, why the probe could not decide or "", seconds spent): do fold 0's out-of-fold predictions
     move when only fold 0's targets change? Each run is in a throwaway folder."""
     seconds = 0.0
@@ -513,7 +515,7 @@ def _probe(source: str, dataset: Dataset, validation: ValidationSpec, reference:
         folder = Path(tempfile.mkdtemp(prefix="casebook-probe-"))
         try:
             write_inputs(dataset, folder, validation, target)
-            outcome = execute_script(source, folder, limits)
+            outcome = execute_script(source, folder, limits, allow_unisolated=allow_unisolated)
             seconds += outcome.elapsed
             if not outcome.ok:
                 return None, f"its run with fold 0's targets changed ended in {outcome.status}: " \

@@ -15,17 +15,16 @@ run folder, and executes nothing.
 
 Both need a Linux kernel with unprivileged user namespaces (3.8+, not disabled by sysctl or a container's seccomp
 profile) and Landlock (5.13+, enabled at boot). `probe()` checks both once per process. Where either is missing,
-free code does not run unless the user asks for it with `allowing_unisolated_code()` (`agent solve
---allow-unisolated-code`): then it runs under confine's audit hook and resource limits only.
+free code does not run unless the user asks for it (`agent solve --allow-unisolated-code`, which the evaluator and the
+LLM's coder pass to agent.execution.free_code as `allow_unisolated`): then it runs under confine's audit hook and
+resource limits only.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import shutil
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 NAMESPACES = ("--user", "--net", "--pid", "--fork", "--mount-proc", "--ipc", "--uts", "--kill-child")
@@ -73,20 +72,3 @@ def probe() -> Isolation:
         return Isolation(False, f"unshare cannot create the namespaces here ({error})", unshare, abi)
     return Isolation(True, unshare=unshare, landlock_abi=abi)
 
-
-_unisolated_allowed = False
-
-
-@contextlib.contextmanager
-def allowing_unisolated_code(enabled: bool = True) -> Iterator[None]:
-    """Within the block, free code runs even where `probe()` finds no isolation (audit hook and limits only)."""
-    global _unisolated_allowed
-    previous, _unisolated_allowed = _unisolated_allowed, enabled
-    try:
-        yield
-    finally:
-        _unisolated_allowed = previous
-
-
-def unisolated_allowed() -> bool:
-    return _unisolated_allowed

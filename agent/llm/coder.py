@@ -62,6 +62,7 @@ class FreeCoder:
     limits: Limits  # each step run's; its time is cut to what `deadline` leaves
     validation: ValidationSpec
     deadline: float = math.inf  # time.monotonic() value: the search's end
+    allow_unisolated: bool = False  # run step scripts where the OS offers no isolation (--allow-unisolated-code)
     threshold: int = COMPLEXITY_THRESHOLD
     attempts: int = MAX_ATTEMPTS
     plans: int = 0  # plans written so far (their folders' numbers)
@@ -179,7 +180,8 @@ class FreeCoder:
             raise LLMAnswerError("free code abandoned: the time budget has no room to run its steps")
         if not (folder / "task.json").is_file():
             write_inputs(self.dataset, folder, self.validation)
-        return execute_script(script, folder, replace(self.limits, time_seconds=seconds))
+        return execute_script(script, folder, replace(self.limits, time_seconds=seconds),
+                              allow_unisolated=self.allow_unisolated)
 
     @staticmethod
     def _proposal(head: str, plan: CodeAnswer, script: str, model: str,

@@ -20,7 +20,7 @@ import pandas as pd
 from agent.candidate import EngineeringRun
 from agent.engine.compile import NotRenderableError
 from agent.engine.dataset import Dataset
-from agent.engine.spec import SolutionSpec, SpecError
+from agent.engine.spec import SpecError
 from agent.engine.trainers import Trainer
 from agent.outputs.report import RUN_FILE, TRACE_FILE
 from agent.outputs.solution import render_solution
@@ -132,7 +132,7 @@ def write_node_solution(out_dir: Path, dataset: Dataset, node: Node, nodes: int,
             "It runs in a folder holding train.csv, test.csv, folds.csv and task.json as casebook writes "
             f"them (free_code/node-{node.id}/ of this run folder), and writes oof.csv and "
             'test_predictions.csv there; casebook scored oof.csv itself."""\n\n' + node.code))
-    return write_atomically(path, render_solution(SolutionSpec.from_dict(node.spec), dataset, trainers, headline=headline,
+    return write_atomically(path, render_solution(node.spec, dataset, trainers, headline=headline,
                                                   fold_average=fold_average))
 
 

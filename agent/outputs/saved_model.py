@@ -236,7 +236,7 @@ def save_final_model(out_dir: Path, dataset: Dataset, run: EngineeringRun, final
     if evaluator is None:
         return None, (f"no {MODEL_FILE}: the submission averaged node {node.id}'s CV fold models, which are not kept "
                       "(save_fold_models, or agent solve --save-fold-models, fits them again after the search)")
-    spec = SolutionSpec.from_dict(node.spec)
+    spec = node.spec
     folds = evaluator.fit_fold_models(spec, dataset, evaluator.candidate_time_limit)
     if not folds.members:
         return None, f"no {MODEL_FILE}: fitting node {node.id}'s CV fold models again failed ({error_tail(folds.error, 1)})"

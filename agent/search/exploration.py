@@ -16,11 +16,10 @@ from dataclasses import dataclass, replace
 from agent.candidate import SolutionCandidate
 from agent.engine.dataset import Dataset
 from agent.engine.spec import SolutionSpec
-from agent.evaluator import Evaluator
-from agent.evaluator import sample as sample_rows
 from agent.execution.sandbox import error_tail
 from agent.search.clock import BudgetClock, promotion_estimate
 from agent.search.journal import OVER_TIME, Exploration, Journal
+from agent.search.protocols import TreeEvaluator
 from agent.verify.findings import Evidence
 from agent.verify.verifier import Verifier
 
@@ -34,13 +33,13 @@ MAX_SAMPLE_SHARE = 0.5
 
 @dataclass(frozen=True, eq=False)
 class Exploring:
-    """One search's exploration of a large table: the sample (evaluator.sample) and its trivial baseline's score,
+    """One search's exploration of a large table: the sample (TreeEvaluator.sample) and its trivial baseline's score,
     the table itself, and the evaluator, verifier and clock its nodes are evaluated, judged and capped by."""
 
     dataset: Dataset  # the sample
     baseline: float
     table: Dataset  # every row
-    evaluator: Evaluator
+    evaluator: TreeEvaluator
     verifier: Verifier
     clock: BudgetClock
 
@@ -96,7 +95,7 @@ class Exploring:
         return f"promoted: the best {trainer} node on the sample so far"
 
 
-def exploring(dataset: Dataset, evaluator: Evaluator, verifier: Verifier, clock: BudgetClock,
+def exploring(dataset: Dataset, evaluator: TreeEvaluator, verifier: Verifier, clock: BudgetClock,
               rows: int | None = None) -> Exploring | None:
     """The exploration of a table on a sample of `rows` training rows, when it has more; by default of the settings'
     `explore_rows`, when that is at most MAX_SAMPLE_SHARE of the table. None for a smaller table."""
@@ -106,6 +105,5 @@ def exploring(dataset: Dataset, evaluator: Evaluator, verifier: Verifier, clock:
             return None
     if len(dataset.y) <= rows:
         return None
-    validation = evaluator.validation
-    explored = sample_rows(dataset, rows, validation.n_splits, validation.seed)
+    explored = evaluator.sample(dataset, rows)
     return Exploring(explored, evaluator.baseline(explored), dataset, evaluator, verifier, clock)

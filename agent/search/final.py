@@ -22,20 +22,18 @@ from typing import Any
 
 import numpy as np
 
-from agent.candidate import EngineeringRun, SolutionCandidate
+from agent.candidate import EngineeringRun, Refit, SolutionCandidate
 from agent.engine import runtime
-from agent.engine.compile import ENSEMBLE, ensemble_spec
+from agent.engine.compile import ENSEMBLE
 from agent.engine.dataset import Dataset
 from agent.engine.spec import SolutionSpec
-from agent.evaluator import Evaluator, Refit
-from agent.evaluator import sample as sample_rows
 from agent.execution.sandbox import error_tail
 from agent.search.blending import AVERAGE, RANK_AVERAGE, STACK, Blend, blend_candidates, blends
 from agent.search.clock import BLEND_ROWS, BudgetClock, refit_estimate, rows_within
 from agent.search.exploration import Exploring
 from agent.search.journal import IMPROVE, Journal, Node
-from agent.search.nodes import Evaluated, pipeline_code
-from agent.search.protocols import FREE_CODE, BlendProposal, TreeProposer
+from agent.search.nodes import Evaluated
+from agent.search.protocols import FREE_CODE, BlendProposal, TreeEvaluator, TreeProposer
 from agent.verify.findings import Evidence
 from retrieval.profile import TaskProfile
 
@@ -78,7 +76,7 @@ def blendable_predictions(node: Node) -> Any:
     return node.evidence.predictions
 
 
-def combinations(proposal: BlendProposal, dataset: Dataset, journal: Journal, evaluator: Evaluator) -> list[Evaluated]:
+def combinations(proposal: BlendProposal, dataset: Dataset, journal: Journal, evaluator: TreeEvaluator) -> list[Evaluated]:
     """Each way of combining the proposal's members from their OOF predictions (nothing is fitted) that keeps at
     least two of them, each evaluated as an improvement of its heaviest member. On more than BLEND_ROWS rows the
     weights are chosen on BLEND_ROWS of them (greedy selection scores the metric hundreds of times), and each
@@ -109,11 +107,11 @@ def combinations(proposal: BlendProposal, dataset: Dataset, journal: Journal, ev
 
 
 def _combined(members: Sequence[Node], combination: Blend, seconds: float, proposal: BlendProposal,
-              dataset: Dataset, evaluator: Evaluator) -> Evaluated:
+              dataset: Dataset, evaluator: TreeEvaluator) -> Evaluated:
     weights = [combination.weights[k] for k in combination.members]
     stacked = combination.kind != AVERAGE
-    spec = ensemble_spec([SolutionSpec.from_dict(node.spec) for node in members], weights, evaluator.validation,
-                         intercept=combination.intercept, link=combination.link if stacked else None)
+    spec = evaluator.blend_spec([node.spec for node in members], weights, intercept=combination.intercept,
+                                link=combination.link if stacked else None)
     evidence = Evidence("ok", combination.metric_value, combination.fold_values, ignored_files=dataset.ignored_files,
                         elapsed=seconds, predictions=combination.predictions, rows=len(dataset.y))
     parts = ", ".join(f"node {node.id} ({node.candidate.trainer}) x {weight:.2f}"
@@ -125,7 +123,7 @@ def _combined(members: Sequence[Node], combination: Blend, seconds: float, propo
     candidate = SolutionCandidate(ENSEMBLE, dict(spec.model.params), f"{proposal.plan}: {parts} ({how})", ())
     heaviest = members[int(max(range(len(weights)), key=lambda k: abs(weights[k])))]
     # The combination is the engine's step: the trick the plan may name is provenance, not the node's trick.
-    return Evaluated(IMPROVE, heaviest, candidate, None, spec, evidence, pipeline_code(spec, dataset, evaluator),
+    return Evaluated(IMPROVE, heaviest, candidate, None, spec, evidence, evaluator.pipeline_code(spec, dataset),
                      members=tuple(node.id for node in members))
 
 
@@ -144,7 +142,7 @@ def on_every_row(combination: Blend, members: Sequence[Any], y: Any, metric: str
                    fold_values=tuple(runtime.fold_scores(combined, y, folds, metric)))
 
 
-def final_model(evaluator: Evaluator, clock: BudgetClock, dataset: Dataset, journal: Journal,
+def final_model(evaluator: TreeEvaluator, clock: BudgetClock, dataset: Dataset, journal: Journal,
                 explore: Exploring | None) -> tuple[Refit | None, FinalFit | None]:
     """The best node's model and test predictions (None without a verified node), and how they were made (None
     for a script, which predicted the test set itself: no refit)."""
@@ -157,13 +155,13 @@ def final_model(evaluator: Evaluator, clock: BudgetClock, dataset: Dataset, jour
     return final_fit(evaluator, clock, best, dataset, journal, explore)
 
 
-def final_fit(evaluator: Evaluator, clock: BudgetClock, best: Node, dataset: Dataset, journal: Journal,
+def final_fit(evaluator: TreeEvaluator, clock: BudgetClock, best: Node, dataset: Dataset, journal: Journal,
               explore: Exploring | None) -> tuple[Refit, FinalFit]:
     """The submission's model and predictions: the refit on every row when its estimate fits in what is left
     before the outputs; else (or when it fails) the CV fold models' test predictions averaged; for a best node
     scored on the sample only, which has none, a refit on as many rows as the time left allows (FLAML's
     retraining within the budget, with the rows as the resource), at least the exploration sample's."""
-    spec = SolutionSpec.from_dict(best.spec)
+    spec = best.spec
     members = best.members or (best.id,)
     # A journal the search was handed may hold nodes evaluated elsewhere: their evidence is only their time.
     evidence = [journal[i].evidence or Evidence("ok", elapsed=journal[i].elapsed) for i in members]
@@ -178,9 +176,7 @@ def final_fit(evaluator: Evaluator, clock: BudgetClock, best: Node, dataset: Dat
         return Refit(None, averaged), FinalFit(FOLD_AVERAGE, estimate, 0.0, rounds, why)
     if estimate > left and explore is not None and len(evidence) == 1:  # scored on the sample only
         rows = min(max(rows_within(evidence[0], left), explore.rows), len(dataset.y))
-        validation = evaluator.validation
-        rows_drawn = replace(sample_rows(dataset, rows, validation.n_splits, validation.seed),
-                             X_test=dataset.X_test, test_ids=dataset.test_ids)
+        rows_drawn = replace(evaluator.sample(dataset, rows), X_test=dataset.X_test, test_ids=dataset.test_ids)
         small = evaluator.fit_all_rows(spec, rows_drawn, max(left, refit_estimate(evidence[:1], rows)), rounds)
         return small, FinalFit(SAMPLE_REFIT, estimate, small.seconds, rounds,
                                f"the refit's estimate on every row, {estimate:.0f} s, is more than the "
@@ -224,6 +220,6 @@ def engineering_run(journal: Journal, metric: str, baseline_score: float, rounds
     best = journal.best()
     if best is None:
         return run
-    run = replace(run, best_candidate=best.candidate, best_score=best.score, best_spec=SolutionSpec.from_dict(best.spec))
+    run = replace(run, best_candidate=best.candidate, best_score=best.score, best_spec=best.spec)
     return run if refit is None else replace(run, model=refit.model, test_prediction=refit.test_prediction,
                                              refit_error=refit.error)

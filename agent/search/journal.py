@@ -63,7 +63,7 @@ class Node:
     action: str  # draft / improve / debug
     plan: str  # why this node was made, in words
     candidate: SolutionCandidate  # with explicit steps
-    spec: Mapping[str, Any]  # SolutionSpec.to_dict()
+    spec: SolutionSpec | None  # None only for a proposal not yet evaluated (agent.search.tree.with_pending)
     code: str  # the pipeline's Python source ("" when it cannot be rendered)
     status: str  # valid / buggy / dead / explored / over_time / stopped_early
     metric: float | None  # mean CV metric in its own units; None when it did not run
@@ -128,7 +128,7 @@ class Node:
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id, "parent_id": self.parent_id, "action": self.action, "plan": self.plan,
-            "candidate": self.candidate.to_dict(), "spec": dict(self.spec), "code": self.code,
+            "candidate": self.candidate.to_dict(), "spec": self.spec.to_dict() if self.spec is not None else {}, "code": self.code,
             "status": self.status, "metric": json_number(self.metric) if self.metric is not None else None,
             "score": json_number(self.score), "output": self.output, "error": self.error,
             "trick": self.trick.to_dict() if self.trick else None, "debug_depth": self.debug_depth,
@@ -145,7 +145,8 @@ class Node:
     def from_dict(cls, data: Mapping[str, Any]) -> Node:
         return cls(
             id=int(data["id"]), parent_id=data["parent_id"], action=data["action"], plan=data["plan"],
-            candidate=SolutionCandidate.from_dict(data["candidate"]), spec=dict(data["spec"]), code=data.get("code", ""),
+            candidate=SolutionCandidate.from_dict(data["candidate"]), spec=SolutionSpec.from_dict(data["spec"]) if data.get("spec") else None,
+            code=data.get("code", ""),
             status=data["status"], metric=data.get("metric"),
             score=-math.inf if data.get("score") is None else float(data["score"]),
             output=data.get("output", ""), error=data.get("error", ""),
@@ -284,7 +285,7 @@ class Journal:
         are read this way. Only a node this process evaluated has one (a journal read back keeps no evidence)."""
         if node.evidence is None or node.verdict is None:
             raise ValueError(f"node {node.id} keeps no evidence: it was read back, not evaluated here")
-        return AttemptRecord(node.id, node.action, node.candidate, SolutionSpec.from_dict(node.spec), node.evidence,
+        return AttemptRecord(node.id, node.action, node.candidate, node.spec, node.evidence,
                              node.verdict, node.started, self.improved(node))
 
     def attempts(self) -> tuple[AttemptRecord, ...]:

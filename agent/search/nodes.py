@@ -11,10 +11,7 @@ import math
 from dataclasses import dataclass
 
 from agent.candidate import AppliedTrick, SolutionCandidate
-from agent.engine.compile import NotRenderableError, render_model
-from agent.engine.dataset import Dataset
-from agent.engine.spec import SolutionSpec, SpecError
-from agent.evaluator import Evaluator
+from agent.engine.spec import SolutionSpec
 from agent.execution.sandbox import error_tail
 from agent.search.journal import (
     BUGGY,
@@ -65,7 +62,7 @@ class Evaluated:
                                              self.exploration.note if self.exploration is not None else "") if part)
         return Node(
             id=node_id, parent_id=parent.id if parent is not None else None, action=self.action,
-            plan=self.candidate.rationale, candidate=self.candidate, spec=self.spec.to_dict(), code=self.code,
+            plan=self.candidate.rationale, candidate=self.candidate, spec=self.spec, code=self.code,
             status=status, metric=evidence.metric_value if math.isfinite(evidence.metric_value) else None,
             score=verdict.score, output=output, error=error_tail(evidence.error), trick=self.trick,
             debug_depth=debug_depth, elapsed=evidence.elapsed, started=started, members=self.members,
@@ -75,10 +72,3 @@ class Evaluated:
             verdict=verdict,
         )
 
-
-def pipeline_code(spec: SolutionSpec, dataset: Dataset, evaluator: Evaluator) -> str:
-    """The Python source of the spec's pipeline, as the evaluator compiles it; "" when it cannot be rendered."""
-    try:
-        return render_model(spec, dataset, evaluator.trainers, evaluator.random_state, evaluator.step_ops)
-    except (NotRenderableError, SpecError, KeyError, TypeError, ValueError):
-        return ""

@@ -1,5 +1,6 @@
 """What a tree-search proposer is (`TreeProposer`, one protocol every proposer inherits), how proposers compose
-(`WrappingProposer`: a proposer around another), and what they return (`Proposal`, `BlendProposal`, `StepUsage`).
+(`WrappingProposer`: a proposer around another), and what they return (`Proposal`, `BlendProposal`, `StepUsage`);
+and what the search asks of the evaluator it is given (`TreeEvaluator`).
 
 Every proposer answers the three actions with the same arguments (the journal passed to each) and inherits the
 optional hooks with no-op defaults, so the search calls them on any proposer without asking what it is. A proposer
@@ -16,14 +17,21 @@ from __future__ import annotations
 
 import random
 from abc import abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol, TypeVar
 
-from agent.candidate import AppliedTrick, SolutionCandidate
+from agent.candidate import AppliedTrick, Refit, SolutionCandidate
+from agent.engine.dataset import Dataset
+from agent.engine.fit import FoldGate
+from agent.engine.spec import SolutionSpec, ValidationSpec
 from agent.engine.trainers import Trainer, trainer_registry
+from agent.execution.executors import Executor
+from agent.execution.free_code import ScriptRun
 from agent.search.journal import Journal, Node
+from agent.verify.findings import Evidence
 from kb.llm import Usage
 from retrieval.profile import TaskProfile
 
@@ -66,6 +74,42 @@ class StepUsage:
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.usage.to_dict(), "answer": self.answer, "fallback": self.fallback}
+
+
+class TreeEvaluator(Protocol):
+    """What the tree search asks of its evaluator (agent.evaluator.Evaluator, which solve_task builds from the
+    settings): scores on this run's CV folds, greater is better, each as `Evidence` for the verifier; the final fit.
+    The search knows the evaluator by this protocol only, as AIDE's agent knows its interpreter by a callback."""
+
+    trainers: Mapping[str, Trainer]
+    executor: Executor  # its `workers`: how many nodes a step evaluates at once
+
+    @property
+    def validation(self) -> ValidationSpec: ...
+
+    def spec_of(self, candidate: SolutionCandidate) -> SolutionSpec: ...
+
+    def blend_spec(self, members: Sequence[SolutionSpec], weights: Sequence[float], *, intercept: float = 0.0,
+                   link: str | None = None) -> SolutionSpec: ...
+
+    def sample(self, dataset: Dataset, rows: int) -> Dataset: ...
+
+    def pipeline_code(self, spec: SolutionSpec, dataset: Dataset) -> str: ...
+
+    def baseline(self, dataset: Dataset) -> float: ...
+
+    def evaluate_candidate(self, candidate: SolutionCandidate, dataset: Dataset, deadline: float, *,
+                           predict_test: bool = False, gate: FoldGate | None = None
+                           ) -> tuple[SolutionSpec, Evidence]: ...
+
+    def evaluate(self, spec: SolutionSpec, dataset: Dataset, deadline: float = ..., *,
+                 predict_test: bool = False, gate: FoldGate | None = None) -> Evidence: ...
+
+    def evaluate_script(self, source: str, dataset: Dataset, run_folder: Path,
+                        deadline: float = ...) -> tuple[Evidence, ScriptRun]: ...
+
+    def fit_all_rows(self, spec: SolutionSpec, dataset: Dataset, time_limit: float,
+                     rounds: Mapping[str, float] | None = None) -> Refit: ...
 
 
 P = TypeVar("P", bound="TreeProposer")

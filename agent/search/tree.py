@@ -1,5 +1,7 @@
 """The tree search loop, after AIDE's `Agent.step`: the policy picks an action, the proposer proposes, the evaluator
-evaluates, the verifier judges, and the journal appends the node (agent.search.journal, agent.search.policy).
+evaluates, the verifier judges, and the journal appends the node (agent.search.journal, agent.search.policy). The
+evaluator is handed to the search (as AIDE's agent is handed its interpreter's callback) and known by its protocol,
+TreeEvaluator.
 
 `TreeSearch` is one search of one task. `run` steps until the steps or the budget (agent.search.clock) are used up,
 then finishes (agent.search.final): the final combination of the best nodes, and the final fit of the best verified
@@ -26,10 +28,7 @@ from agent.candidate import EngineeringRun, SolutionCandidate
 from agent.engine.dataset import Dataset
 from agent.engine.fit import FoldGate, paired_spread
 from agent.engine.spec import ModelSpec, SolutionSpec, SpecError
-from agent.engine.steps import StepOp
 from agent.engine.trainers import Trainer, default_steps
-from agent.evaluator import Evaluator
-from agent.execution.executors import Executor
 from agent.search.blending import blendable
 from agent.search.clock import BudgetClock
 from agent.search.exploration import Exploring, exploring
@@ -44,9 +43,9 @@ from agent.search.fit_time import (
     size_change,
 )
 from agent.search.journal import DEBUG, DRAFT, FULL, IMPROVE, SAMPLE, VALID, Journal, Node
-from agent.search.nodes import Evaluated, pipeline_code
+from agent.search.nodes import Evaluated
 from agent.search.policy import SearchPolicy
-from agent.search.protocols import FREE_CODE, Proposal, TreeProposer
+from agent.search.protocols import FREE_CODE, Proposal, TreeEvaluator, TreeProposer
 from agent.settings import SolveSettings
 from agent.verify.findings import OVER_TIME, Evidence
 from agent.verify.verifier import DeterministicVerifier, Verifier
@@ -78,7 +77,7 @@ def with_pending(journal: Journal, drawn: Drawn) -> Journal:
     it nor count its draft twice, and no node is repaired twice at once."""
     proposal, parent = drawn.proposal, drawn.parent
     pending = Node(id=len(journal), parent_id=parent.id if parent is not None else None, action=drawn.action,
-                   plan=proposal.plan, candidate=proposal.candidate, spec={}, code=proposal.script or "",
+                   plan=proposal.plan, candidate=proposal.candidate, spec=None, code=proposal.script or "",
                    status=PENDING, metric=None, score=-math.inf, trick=proposal.trick)
     view = Journal([*journal.nodes, pending])
     view.exhausted = journal.exhausted
@@ -97,6 +96,7 @@ class TreeSearch:
     def __init__(
         self,
         proposer: TreeProposer,
+        evaluator: TreeEvaluator,
         profile: TaskProfile,
         dataset: Dataset,
         settings: SolveSettings | None = None,
@@ -105,9 +105,6 @@ class TreeSearch:
         journal: Journal | None = None,
         policy: SearchPolicy | None = None,
         verifier: Verifier | None = None,
-        trainers: Mapping[str, Trainer] | None = None,
-        step_ops: Mapping[str, StepOp] | None = None,
-        executor: Executor | None = None,
         on_node: Callable[[Node, Journal], None] | None = None,
         on_best: Callable[[Node, Any], None] | None = None,
         script_dir: Path | None = None,
@@ -119,13 +116,13 @@ class TreeSearch:
         self.clock = clock if clock is not None else BudgetClock.starting(search)  # the budget starts now
         self.journal = journal if journal is not None else Journal()
         self.policy = policy or SearchPolicy(search)  # with fewer drafts once the proposer has no more
-        # Every node's spec records its folds: fewer on a large table (SolveSettings.folds_for).
-        self.evaluator = Evaluator.for_table(self.settings, len(dataset.y), trainers, step_ops, executor)
+        # Its folds are every node's, fewer on a large table (SolveSettings.folds_for, agent.evaluator.Evaluator.for_solve).
+        self.evaluator = evaluator
         self.verifier = verifier if verifier is not None else DeterministicVerifier()
         # How long a draft should take here (None: every draft runs on the rows the search is on, as drafted).
         fit_times = fit_times if fit_times is not None else FitTimeModel.bundled()
         shape = TableShape.of(profile)
-        self.draft_times = DraftTimes(fit_times, shape.columns, shape.text, self.evaluator.cv) \
+        self.draft_times = DraftTimes(fit_times, shape.columns, shape.text, evaluator.validation.n_splits) \
             if fit_times is not None else None
         self.on_node = on_node
         # Called with each node that becomes the best scored on every row, and its CV fold models' averaged test
@@ -140,10 +137,6 @@ class TreeSearch:
         self.started = time.monotonic()
         self.baseline = math.nan  # the trivial baseline's score, and the large table's exploration: run() starts
         self.explore: Exploring | None = None
-
-    @property
-    def trainers(self) -> Mapping[str, Trainer]:
-        return self.evaluator.trainers
 
     def run(self) -> SearchResult:
         """Step until the search stops, then finish: the final combination and the final fit."""
@@ -277,7 +270,7 @@ class TreeSearch:
             spec, evidence, exploration = self.explore.evaluate(candidate, self.journal, search_deadline)
             scored_on = FULL if exploration.promoted else SAMPLE
         return Evaluated(drawn.action, drawn.parent, candidate, proposal.trick, spec, evidence,
-                         pipeline_code(spec, dataset, evaluator), scored_on, exploration, proposed=proposed)
+                         evaluator.pipeline_code(spec, dataset), scored_on, exploration, proposed=proposed)
 
     def _sized(self, drawn: Drawn, candidate: SolutionCandidate, search_deadline: float
                ) -> SolutionCandidate | Evaluated:
@@ -315,12 +308,12 @@ class TreeSearch:
         """A node over time that never ran, `why` its error; the candidate itself when it cannot be built (the
         evaluator then reports why as the node's error)."""
         try:
-            spec = candidate.to_spec(self.evaluator.trainers, self.evaluator.validation)
+            spec = self.evaluator.spec_of(candidate)
         except SpecError:
             return candidate
         evidence = Evidence(OVER_TIME, error=why, ignored_files=self.dataset.ignored_files, rows=rows, elapsed=0.0)
         return Evaluated(drawn.action, drawn.parent, candidate, drawn.proposal.trick, spec, evidence,
-                         pipeline_code(spec, self.dataset, self.evaluator), SAMPLE if self.explore is not None else FULL)
+                         self.evaluator.pipeline_code(spec, self.dataset), SAMPLE if self.explore is not None else FULL)
 
     def _gate(self, action: str) -> FoldGate | None:
         """Multi-fidelity CV: the bar an improvement must keep up with fold by fold, the best node's own folds, and
@@ -361,7 +354,7 @@ class TreeSearch:
         if self.on_node is not None:
             self.on_node(node, self.journal)
         if self.on_best is not None and node.status == VALID and node.score > self.standing:
-            prediction = fold_average(SolutionSpec.from_dict(node.spec),
+            prediction = fold_average(node.spec,
                                       [getattr(self.journal[i].evidence, "test_prediction", None)
                                        for i in node.members or (node.id,)],
                                       self.dataset.classification)

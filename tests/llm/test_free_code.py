@@ -154,7 +154,7 @@ def test_a_step_that_keeps_failing_abandons_the_plan_and_the_step_falls_back(fak
     coder = FreeCoder(Dataset.from_profile(profile), tmp_path / "free_code", Limits(120), ValidationSpec(n_splits=3))
     llm = LLMProposer(LLMClient("claude-opus-5"), BuiltinTreeProposer(), coder=coder)
     reference = SolutionCandidate("linear", {}, "", steps_for("linear", trainer_registry()))
-    journal = Journal([Node(0, None, "draft", "draft linear", reference, {}, "", "valid", 0.8, 0.8)])
+    journal = Journal([Node(0, None, "draft", "draft linear", reference, None, "", "valid", 0.8, 0.8)])
     failing = {"code": "raise ValueError('boom: the features are not ready')"}
     fake_llm.answer({"kind": "code", "complexity": 5, "rationale": "Stack three models by hand."},
                     {"steps": ["load and prepare the data", "fit, predict and write the files"]},

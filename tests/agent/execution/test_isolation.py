@@ -20,7 +20,7 @@ import pytest
 
 from agent.execution import isolation
 from agent.execution.free_code import FREE_CODE_OFF, check_script, execute_script
-from agent.execution.isolation import Isolation, allowing_unisolated_code
+from agent.execution.isolation import Isolation
 from agent.execution.sandbox import Limits
 
 SECRET_TEXT = "PRIVATE KEY 7c1e"
@@ -316,6 +316,5 @@ def test_without_isolation_free_code_is_off_unless_allowed(arena):
     assert outcome.status == "error" and outcome.error.startswith(FREE_CODE_OFF)
     assert "no user namespaces (test)" in outcome.error and "--allow-unisolated-code" in outcome.error
     assert not (arena.run / "ran.txt").exists()
-    with allowing_unisolated_code():
-        assert execute_script(script, arena.run, Limits(30), missing).ok
+    assert execute_script(script, arena.run, Limits(30), missing, allow_unisolated=True).ok
     assert (arena.run / "ran.txt").read_text() == "ran"

@@ -26,7 +26,7 @@ For the free-text column we used TF-IDF on char n-grams 2-5 with a linear model 
 
 
 def _node(candidate: SolutionCandidate) -> tuple[Node, Journal]:
-    node = Node(0, None, DRAFT, "draft", candidate, {}, "", VALID, 0.5, 0.5)
+    node = Node(0, None, DRAFT, "draft", candidate, None, "", VALID, 0.5, 0.5)
     return node, Journal([node])
 
 

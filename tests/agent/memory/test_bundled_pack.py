@@ -74,7 +74,7 @@ def test_experience_orders_a_nodes_built_in_changes_by_their_measured_gain_on_th
     moved = 0
     for family in ("catboost", "lightgbm", "random_forest"):
         parent = builtin.base_candidate(family, profile)
-        node = Node(id=0, parent_id=None, action=DRAFT, plan="", candidate=parent, spec={}, code="", status=VALID,
+        node = Node(id=0, parent_id=None, action=DRAFT, plan="", candidate=parent, spec=None, code="", status=VALID,
                     metric="roc_auc", score=0.7)
         today = builtin.improvements(node, profile)
         ordered = gains.order(parent, today)

@@ -156,7 +156,7 @@ def test_the_portfolio_leaves_out_what_this_search_cannot_use_and_says_so(home, 
     rng = random.Random(0)
 
     def drafted(*proposals):
-        return Journal([Node(i, None, DRAFT, p.plan, p.candidate, {}, "", VALID, 0.8, 0.8)
+        return Journal([Node(i, None, DRAFT, p.plan, p.candidate, None, "", VALID, 0.8, 0.8)
                         for i, p in enumerate(proposals)])
 
     proposer = PortfolioProposer(BuiltinTreeProposer(), portfolio)
@@ -226,7 +226,7 @@ def test_the_first_portfolio_drafts_are_of_model_families_not_drafted_yet(home, 
     proposer = PortfolioProposer(BuiltinTreeProposer(), [first, twin, *portfolio[1:], forest])
     rng, made = random.Random(0), []
     for _ in range(4):
-        journal = Journal([Node(i, None, DRAFT, p.plan, p.candidate, {}, "", VALID, 0.8, 0.8) for i, p in enumerate(made)])
+        journal = Journal([Node(i, None, DRAFT, p.plan, p.candidate, None, "", VALID, 0.8, 0.8) for i, p in enumerate(made)])
         made.append(proposer.draft(credit, journal, rng))
     # The reference draft, the portfolio's first, the forest before the first's twin, then the twin.
     assert [proposal.candidate.trainer for proposal in made] == ["linear", model["name"], "random_forest", model["name"]]
@@ -246,7 +246,7 @@ def test_a_portfolio_draft_takes_this_tasks_target_transform_not_the_pool_tasks(
                                   "target_transform": {"op": "log_target", "params": {}}})
     proposer = PortfolioProposer(BuiltinTreeProposer(), [logged])
     reference = proposer.draft(wage, Journal(), random.Random(0))
-    drafted = Journal([Node(0, None, DRAFT, reference.plan, reference.candidate, {}, "", VALID, 0.8, 0.8)])
+    drafted = Journal([Node(0, None, DRAFT, reference.plan, reference.candidate, None, "", VALID, 0.8, 0.8)])
     proposal = proposer.draft(wage, drafted, random.Random(0))
     assert "portfolio draft 1 of 1" in proposal.plan and proposal.candidate.target_transform is None
     assert "; target transform none as this task's metric asks, not the pool task's log_target" in proposal.plan

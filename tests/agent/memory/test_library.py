@@ -97,7 +97,7 @@ def test_own_memories_are_left_out_unless_reused(library, tasks, tmp_path):
     reused = store.recall(copy, reuse_own=True)
     mine = next(similar for similar in reused.similar if similar.task.task_key == own)
     assert mine.similarity == pytest.approx(1.0, abs=1e-3)
-    assert dict(mine.solution.single_spec) == dict(best_single(first.journal).spec)
+    assert dict(mine.solution.single_spec) == best_single(first.journal).spec.to_dict()
 
     one_draft = replace(SHORT, search=replace(SHORT.search, num_drafts=1, steps=0))
     again = solve_task(copy, one_draft, tmp_path / "again", memory=store)
@@ -124,7 +124,7 @@ def test_agent_memory_lists_shows_exports_and_forgets(library, tasks, tmp_path):
     memories = agent("list", "--json")[1]["memories"]
     solution = next(memory for memory in memories if memory["kind"] == SOLUTION and memory["task_name"] == "attrition")
     _, shown = agent("show", solution["id"], "--json")
-    assert shown["spec"] == first.journal.best().spec and "def build_model" in shown["solution"]
+    assert shown["spec"] == first.journal.best().spec.to_dict() and "def build_model" in shown["solution"]
     result, _ = agent("list", "--kind", "solution")
     assert result.exit_code == 0 and solution["id"] in result.output
     exported = [json.loads(line) for line in agent("export")[0].output.splitlines()]

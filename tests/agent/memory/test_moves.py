@@ -21,12 +21,12 @@ from agent.search.builtin import BuiltinTreeProposer
 from agent.search.journal import DEBUG, DRAFT, IMPROVE, VALID, Journal, Node
 from agent.search.protocols import Proposal
 from agent.search.repair import diagnose
-from agent.search.tree import TreeSearch
 from agent.solve import solve_task
 from kb.config import bundled_knowledge
 from kb.records import ScoredTrick, Trick
 from retrieval.profile import profile_task
 from tests.agent.memory.conftest import SHORT
+from tests.agent_fixtures import tree_search
 
 TRAINERS = trainer_registry()
 BROKEN = SolutionCandidate("random_forest", {"n_estimators": -5}, "", steps_for("random_forest", TRAINERS))
@@ -64,7 +64,7 @@ def test_a_debug_step_tries_the_repair_that_worked_on_another_task_first(tasks, 
     recall = store.recall(credit)
     assert [past.memory.id for past in recall.errors] == [error.id]
     proposer = MemoryTreeProposer(BrokenFirstDraft(), recall, drafts=0)
-    search = TreeSearch(proposer, credit, Dataset.from_profile(credit),
+    search = tree_search(proposer, credit, Dataset.from_profile(credit),
                         replace(debugging, search=replace(debugging.search, num_drafts=1)))
     journal = search.run().journal
     broken, debug = journal[0], journal[1]
@@ -91,7 +91,7 @@ def _cards() -> list[ScoredTrick]:
 
 def _node(node_id: int, parent: int | None, candidate: SolutionCandidate, score: float,
           trick: AppliedTrick | None = None) -> Node:
-    return Node(node_id, parent, DRAFT if parent is None else IMPROVE, "plan", candidate, {}, "", VALID, score, score,
+    return Node(node_id, parent, DRAFT if parent is None else IMPROVE, "plan", candidate, None, "", VALID, score, score,
                 trick=trick)
 
 

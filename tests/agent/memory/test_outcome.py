@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from agent.candidate import EngineeringRun, SolutionCandidate
+from agent.engine.spec import ModelSpec, SolutionSpec
 from agent.memory.recorder import RunContext, run_outcome
 from agent.memory.records import NO_SOLUTION, SolutionMemory, TaskSignature
 from agent.search.journal import EXPLORED, OVER_TIME, SAMPLE, Exploration, Journal, Node
@@ -16,8 +17,8 @@ RUN = RunContext("run", "task", "lecture_ratings", SIGNATURE, "accuracy")
 
 
 def node(node_id, trainer, status, metric):
-    spec = {"steps": [], "model": {"name": trainer, "params": {}}, "target_transform": None}
-    return Node(node_id, None, "draft", f"draft: {trainer}", SolutionCandidate(trainer, {}, "", ()), spec, "", status,
+    spec = SolutionSpec((), ModelSpec(trainer))
+    return Node(node_id, None, "draft", f"draft: {trainer}", SolutionCandidate(trainer, None, "", ()), spec, "", status,
                 metric, metric if metric is not None else -np.inf, elapsed=3.4, scored_on=SAMPLE, scored_rows=20_000,
                 exploration=Exploration(20_000, metric, metric if metric is not None else -np.inf, 3.4, False))
 

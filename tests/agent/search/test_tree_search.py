@@ -16,7 +16,7 @@ from sklearn.metrics import roc_auc_score
 
 from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.dataset import Dataset
-from agent.engine.spec import Step
+from agent.engine.spec import ModelSpec, SolutionSpec, Step
 from agent.engine.trainers import LINEAR_STEPS, TREE_STEPS
 from agent.knowledge.proposer import BLEND_OPS
 from agent.search.blending import BLEND_CANDIDATES, blend_candidates
@@ -25,13 +25,12 @@ from agent.search.journal import BUGGY, DEAD, DEBUG, DRAFT, IMPROVE, OVER_TIME, 
 from agent.search.policy import SearchPolicy
 from agent.search.protocols import Proposal, TreeProposer, WrappingProposer
 from agent.search.repair import Failure, diagnose
-from agent.search.tree import TreeSearch
 from agent.settings import SearchSettings, SolveSettings
 from agent.verify.findings import LEAK_TARGET, LEAK_TEST, Finding
 from bench.agent_bench import combination_kind, search_summary
 from cli.agent import main
 from retrieval.profile import profile_task
-from tests.agent_fixtures import rdatasets_task
+from tests.agent_fixtures import rdatasets_task, tree_search
 
 # ---------------------------------------------------------------------------------------------- helpers
 
@@ -40,7 +39,7 @@ def node(node_id, parent=None, action=DRAFT, status=VALID, score=0.5, depth=0, t
          steps=LINEAR_STEPS, params=None, output="", error="", failure=None, findings=()):
     candidate = SolutionCandidate(trainer, params or {}, "", tuple(steps))
     return Node(id=node_id, parent_id=parent, action=action, plan=f"plan {node_id}", candidate=candidate,
-                spec={"model": {"name": trainer}}, code="", status=status,
+                spec=SolutionSpec((), ModelSpec(trainer)), code="", status=status,
                 metric=None if status != VALID else score, score=score if status == VALID else -math.inf,
                 output=output, error=error, debug_depth=depth, failure=failure, findings=tuple(findings),
                 trick=AppliedTrick(trick, f"title {trick}", "cards.jsonl", "some-competition") if trick else None)
@@ -292,7 +291,7 @@ class _Unrepairable(TreeProposer):
 def test_debug_chain_ends_dead_at_the_depth_limit(attrition):
     _, profile, dataset = attrition
     settings = SearchSettings(num_drafts=1, debug_prob=1.0, max_debug_depth=3, steps=10, time_budget=60)
-    result = TreeSearch(_Unrepairable(), profile, dataset, SolveSettings(settings, cv=3)).run()
+    result = tree_search(_Unrepairable(), profile, dataset, SolveSettings(settings, cv=3)).run()
     journal = result.journal
     assert [(n.action, n.debug_depth, n.status) for n in journal] == [
         (DRAFT, 0, BUGGY), (DEBUG, 1, BUGGY), (DEBUG, 2, BUGGY), (DEBUG, 3, DEAD)]
@@ -322,7 +321,7 @@ def test_the_search_tells_a_wrapped_proposer_its_deadline_and_every_node(attriti
     proposer = _Watched()
     started = time.monotonic()
     settings = SolveSettings(SearchSettings(num_drafts=2, steps=3, time_budget=120), cv=3)
-    result = TreeSearch(proposer, profile, dataset, settings).run()
+    result = tree_search(proposer, profile, dataset, settings).run()
     assert proposer.observed == [node.id for node in result.journal]  # blends included
     assert proposer.deadlines and all(started < deadline <= started + 120 for deadline in proposer.deadlines)
     assert list(proposer.chain()) == [proposer, proposer.inner] and proposer.find(BuiltinTreeProposer) is proposer.inner
@@ -342,7 +341,7 @@ class _BrokenFirstDraft(BuiltinTreeProposer):
 def test_a_deliberately_failing_spec_is_repaired_by_debugging(attrition):
     _, profile, dataset = attrition
     settings = SearchSettings(num_drafts=1, debug_prob=1.0, steps=1, time_budget=120)
-    result = TreeSearch(_BrokenFirstDraft(), profile, dataset, SolveSettings(settings, cv=3)).run()
+    result = tree_search(_BrokenFirstDraft(), profile, dataset, SolveSettings(settings, cv=3)).run()
     broken, repaired = result.journal.nodes
     assert broken.status == BUGGY and "could not convert string to float" in broken.error
     assert repaired.action == DEBUG and repaired.parent_id == 0 and repaired.debug_depth == 1
@@ -354,7 +353,7 @@ def test_a_deliberately_failing_spec_is_repaired_by_debugging(attrition):
 def test_same_seed_same_tree(attrition):
     _, profile, dataset = attrition
     settings = SearchSettings(num_drafts=2, steps=3, seed=4, time_budget=120)
-    runs = [TreeSearch(BuiltinTreeProposer(), profile, dataset, SolveSettings(settings, cv=3)).run().journal for _ in range(2)]
+    runs = [tree_search(BuiltinTreeProposer(), profile, dataset, SolveSettings(settings, cv=3)).run().journal for _ in range(2)]
     first, second = ([(n.action, n.parent_id, n.plan, n.metric, n.members) for n in journal] for journal in runs)
     assert first == second
     # 2 drafts and 3 steps; then the search's own final combination of its verified nodes (AUC: a weighted
@@ -439,16 +438,16 @@ def test_use_kb_search_composes_and_names_retrieved_tricks(tmp_path, make_kb):
     # a verified node); it would without knowledge too, so the retrieved ensembling card is only named in the plan
     combined = [node for node in journal if node.members]
     assert combined == list(journal.nodes[-len(combined):])
-    kinds = {node.spec["model"]["params"].get("link", "average"): node for node in combined}
+    kinds = {node.spec.model.params.get("link", "average"): node for node in combined}
     assert set(kinds) <= {"average", "rank", "logit"} and "average" in kinds
     for node in combined:
         assert len(node.members) >= 2 and node.parent_id in node.members and node.candidate.trainer == "ensemble"
         assert node.trick is None and "the search's final combination, as trick " in node.plan
         named = node.plan.split("as trick ", 1)[1].split(" ", 1)[0]
         assert (base.get(named).recipe or {}).get("op") in BLEND_OPS
-        assert node.valid and len(node.spec["model"]["params"]["weights"]) == len(node.members)
+        assert node.valid and len(node.spec.model.params["weights"]) == len(node.members)
     blend = kinds["average"]
-    assert sum(blend.spec["model"]["params"]["weights"]) == pytest.approx(1.0)
+    assert sum(blend.spec.model.params["weights"]) == pytest.approx(1.0)
     assert blend.score >= max(journal[i].score for i in blend.members)
     summary = search_summary(tmp_path / "run" / "run.json")  # what the benchmark reports of this search
     assert summary["nodes"] == len(journal) and summary["best"] == (

