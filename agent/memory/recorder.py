@@ -137,7 +137,8 @@ def run_outcome(run: RunContext, result: EngineeringRun, journal: Journal,
                      key=lambda node: (node.score, -node.id))
         solution = solution_path.read_text(encoding="utf-8") if solution_path is not None else ""
         return SolutionMemory(memory_id(run.run_id, SOLUTION), run.task_key, run.task_name, run.run_id, run.signature,
-                              run.metric, float(best.metric), float(best.score), best.spec.to_dict(), single.spec.to_dict(),
+                              run.metric, float(best.metric), float(best.score), best.spec.to_dict(),
+                              single.spec.to_dict(),
                               float(single.metric), solution, len(journal), best.id, _now(), float(single.elapsed),
                               single.scored_rows or run.signature.n_rows)
     if best is not None:

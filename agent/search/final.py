@@ -76,7 +76,8 @@ def blendable_predictions(node: Node) -> Any:
     return node.evidence.predictions
 
 
-def combinations(proposal: BlendProposal, dataset: Dataset, journal: Journal, evaluator: TreeEvaluator) -> list[Evaluated]:
+def combinations(proposal: BlendProposal, dataset: Dataset, journal: Journal,
+                 evaluator: TreeEvaluator) -> list[Evaluated]:
     """Each way of combining the proposal's members from their OOF predictions (nothing is fitted) that keeps at
     least two of them, each evaluated as an improvement of its heaviest member. On more than BLEND_ROWS rows the
     weights are chosen on BLEND_ROWS of them (greedy selection scores the metric hundreds of times), and each

@@ -128,7 +128,8 @@ class Node:
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id, "parent_id": self.parent_id, "action": self.action, "plan": self.plan,
-            "candidate": self.candidate.to_dict(), "spec": self.spec.to_dict() if self.spec is not None else {}, "code": self.code,
+            "candidate": self.candidate.to_dict(), "spec": self.spec.to_dict() if self.spec is not None else {},
+            "code": self.code,
             "status": self.status, "metric": json_number(self.metric) if self.metric is not None else None,
             "score": json_number(self.score), "output": self.output, "error": self.error,
             "trick": self.trick.to_dict() if self.trick else None, "debug_depth": self.debug_depth,
@@ -145,8 +146,8 @@ class Node:
     def from_dict(cls, data: Mapping[str, Any]) -> Node:
         return cls(
             id=int(data["id"]), parent_id=data["parent_id"], action=data["action"], plan=data["plan"],
-            candidate=SolutionCandidate.from_dict(data["candidate"]), spec=SolutionSpec.from_dict(data["spec"]) if data.get("spec") else None,
-            code=data.get("code", ""),
+            candidate=SolutionCandidate.from_dict(data["candidate"]),
+            spec=SolutionSpec.from_dict(data["spec"]) if data.get("spec") else None, code=data.get("code", ""),
             status=data["status"], metric=data.get("metric"),
             score=-math.inf if data.get("score") is None else float(data["score"]),
             output=data.get("output", ""), error=data.get("error", ""),

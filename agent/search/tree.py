@@ -116,7 +116,7 @@ class TreeSearch:
         self.clock = clock if clock is not None else BudgetClock.starting(search)  # the budget starts now
         self.journal = journal if journal is not None else Journal()
         self.policy = policy or SearchPolicy(search)  # with fewer drafts once the proposer has no more
-        # Its folds are every node's, fewer on a large table (SolveSettings.folds_for, agent.evaluator.Evaluator.for_solve).
+        # Its folds are every node's, fewer on a large table (SolveSettings.folds_for; Evaluator.for_solve).
         self.evaluator = evaluator
         self.verifier = verifier if verifier is not None else DeterministicVerifier()
         # How long a draft should take here (None: every draft runs on the rows the search is on, as drafted).

@@ -226,7 +226,8 @@ def test_the_first_portfolio_drafts_are_of_model_families_not_drafted_yet(home, 
     proposer = PortfolioProposer(BuiltinTreeProposer(), [first, twin, *portfolio[1:], forest])
     rng, made = random.Random(0), []
     for _ in range(4):
-        journal = Journal([Node(i, None, DRAFT, p.plan, p.candidate, None, "", VALID, 0.8, 0.8) for i, p in enumerate(made)])
+        journal = Journal([Node(i, None, DRAFT, p.plan, p.candidate, None, "", VALID, 0.8, 0.8)
+                           for i, p in enumerate(made)])
         made.append(proposer.draft(credit, journal, rng))
     # The reference draft, the portfolio's first, the forest before the first's twin, then the twin.
     assert [proposal.candidate.trainer for proposal in made] == ["linear", model["name"], "random_forest", model["name"]]

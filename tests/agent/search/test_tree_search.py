@@ -353,7 +353,8 @@ def test_a_deliberately_failing_spec_is_repaired_by_debugging(attrition):
 def test_same_seed_same_tree(attrition):
     _, profile, dataset = attrition
     settings = SearchSettings(num_drafts=2, steps=3, seed=4, time_budget=120)
-    runs = [tree_search(BuiltinTreeProposer(), profile, dataset, SolveSettings(settings, cv=3)).run().journal for _ in range(2)]
+    runs = [tree_search(BuiltinTreeProposer(), profile, dataset, SolveSettings(settings, cv=3)).run().journal
+            for _ in range(2)]
     first, second = ([(n.action, n.parent_id, n.plan, n.metric, n.members) for n in journal] for journal in runs)
     assert first == second
     # 2 drafts and 3 steps; then the search's own final combination of its verified nodes (AUC: a weighted
