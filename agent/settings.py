@@ -86,7 +86,8 @@ class SolveSettings:
     # Run the LLM's scripts where the OS offers no isolation (agent.execution.isolation), under the audit hook only.
     allow_unisolated_code: bool = False
     # Where the tree search evaluates its nodes (agent.execution.executors): "local" or "ray" (the cluster at
-    # `ray_address`), `workers` at once (default: 1 locally, the cluster's CPUs on Ray).
+    # `ray_address`), `workers` at once (default: one per core locally, executors.local_workers; the cluster's CPUs
+    # on Ray).
     executor: str = LOCAL
     ray_address: str | None = None
     workers: int | None = None

@@ -3,7 +3,9 @@
 A job is the same on both: `run_isolated` (agent.execution.sandbox) with its time and memory limits. On Ray it runs
 inside a Ray task, so each node keeps its limits on the worker that evaluates it. `workers` is how many jobs the
 tree search runs at once: it asks the policy for that many proposals, evaluates them together and appends the
-nodes in the order they were proposed (agent.search.tree), so a run is the same whichever finishes first.
+nodes in the order they were proposed (agent.search.tree), so a run is the same whichever finishes first. Locally
+the default is one job per core (`local_workers`): a LightGBM or linear node keeps one core busy, so a second job
+uses the one that would idle (bench/RESULTS.md, "Nodes at once on this machine's cores").
 
 A Ray worker lost mid-job (killed, out of memory, its machine gone) is that job's failure, an `Outcome` like any
 other ("crashed", or "memory" when Ray's memory monitor killed it), never the run's: Ray does not retry it, since
@@ -18,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -25,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from agent.execution.sandbox import SHARED_KEPT, Limits, Outcome, run_isolated, share
+from agent.execution.sandbox import DEFAULT_MEMORY_LIMIT, SHARED_KEPT, Limits, Outcome, run_isolated, share
 
 LOCAL, RAY = "local", "ray"
 EXECUTORS = (LOCAL, RAY)
@@ -35,6 +38,9 @@ RAY_GRACE_SECONDS = 120.0
 # Seconds leaving a local Ray cluster this process started takes (measured at about 1.6 s on 2 busy cores): kept out
 # of the search's budget, since the run ends after it.
 RAY_SHUTDOWN_SECONDS = 2.0
+# The most jobs a local search runs at once by default, whatever the cores: two were measured (on two cores), and a
+# batch of many proposals drawn before any is scored makes the search breadth-first.
+MAX_LOCAL_WORKERS = 4
 
 
 class ExecutorError(RuntimeError):
@@ -148,6 +154,15 @@ def _run_on_worker(function: Callable[..., Any], limits: Limits, *args: Any) -> 
     return run_isolated(function, *args, limits=limits)
 
 
+def local_workers() -> int:
+    """How many jobs a local search runs at once by default: one per core this process may use, at most
+    MAX_LOCAL_WORKERS, and no more than the default memory limits of the jobs together fit in this machine's
+    memory."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return max(min(cores, MAX_LOCAL_WORKERS, memory // DEFAULT_MEMORY_LIMIT), 1)
+
+
 def make_executor(kind: str = LOCAL, *, address: str | None = None, workers: int | None = None) -> Executor:
     """The executor `agent solve --executor KIND` names; `address` is Ray's, `workers` how many nodes at once."""
     if workers is not None and workers < 1:
@@ -155,7 +170,7 @@ def make_executor(kind: str = LOCAL, *, address: str | None = None, workers: int
     if kind == LOCAL:
         if address is not None:
             raise ExecutorError("--ray-address needs --executor ray")
-        return LocalExecutor(workers or 1)
+        return LocalExecutor(workers or local_workers())
     if kind == RAY:
         return RayExecutor(address, workers)
     raise ExecutorError(f"unknown executor {kind!r}: expected one of {', '.join(EXECUTORS)}")

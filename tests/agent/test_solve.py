@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from agent.engine.steps import LOG_TARGET
+from agent.execution.executors import local_workers
 from agent.search.builtin import BuiltinTreeProposer
 from agent.settings import SearchSettings, SolveSettings
 from agent.solve import solve_task
@@ -60,6 +61,17 @@ def test_run_folder_holds_every_output(attrition_run):
     assert all(node["spec"]["validation"]["n_splits"] == run["cv_folds"] for node in nodes)  # the folds it used
     report = (out / "report.html").read_text()
     assert "<svg" in report and report.count("<tr class=") == len(nodes) and "http" not in report.split("<svg")[0]
+
+
+def test_a_default_run_evaluates_one_node_per_core_at_once(attrition_run):
+    _, out, _ = attrition_run
+    run = json.loads((out / "run.json").read_text())
+    assert run["settings"]["executor"] == "local" and run["settings"]["workers"] == local_workers()
+    trace = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
+    drafts = [(node["started"], node["started"] + node["seconds"]) for node in trace if node["phase"] == "draft"]
+    overlapping = [(a, b) for a, b in zip(drafts, drafts[1:], strict=False) if b[0] < a[1]]
+    # on a machine of one core nothing runs at once; on more, the drafts ran two (or more) at a time
+    assert bool(overlapping) == (local_workers() > 1), drafts
 
 
 def test_submission_matches_the_sample_and_holds_probabilities(attrition_run):
