@@ -2,7 +2,7 @@
 
 One real task, one wall budget, three arms of `agent solve` (the built-in proposer, seed 0), each its own process:
 
-    local    today's search: one node at a time in this machine's sandbox
+    local    one node at a time in this machine's sandbox (--workers 1; the default is one per core)
     ray-1    a new local Ray cluster, one node at a time (the executor's overhead)
     ray-2    the same cluster size, two nodes at a time
 
@@ -36,7 +36,7 @@ from retrieval.profile import profile_task
 BENCH = Path(__file__).resolve().parent
 SECTION = "## Node evaluation on Ray (issue 12)"
 # (arm, `agent solve` options). "local" as Ray's address starts a new cluster even when one runs on the machine.
-ARMS = (("local", ()),
+ARMS = (("local", ("--workers", "1")),
         ("ray-1", ("--executor", "ray", "--ray-address", "local", "--workers", "1")),
         ("ray-2", ("--executor", "ray", "--ray-address", "local", "--workers", "2")))
 

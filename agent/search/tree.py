@@ -181,10 +181,15 @@ class TreeSearch:
 
     def _draw(self, search_deadline: float) -> list[Drawn]:
         """One proposal per worker, all drawn before any is evaluated, each seeing the earlier ones as pending nodes;
-        fewer (and `stop_reason` said) when the steps, the budget or the proposer's ideas run out."""
+        fewer (and `stop_reason` said) when the steps, the budget or the proposer's ideas run out. Until a node is
+        verified, one at a time: the first verified node is the anytime submission, and a node sharing the cores
+        with another takes longer, so on a short budget two at once could both run over time. The proposer having
+        nothing more while the batch holds pending proposals ends the batch, not the search: those may yet give
+        nodes to improve or repair."""
         batch: list[Drawn] = []
         view = self.journal
-        while len(batch) < self.evaluator.executor.workers:
+        workers = self.evaluator.executor.workers if any(node.verified for node in self.journal) else 1
+        while len(batch) < workers:
             self.stop_reason = self.clock.used_up(self.journal, search_deadline)
             if self.stop_reason:
                 break
@@ -206,6 +211,8 @@ class TreeSearch:
                     self.policy = replace(self.policy,
                                           settings=replace(self.policy.settings, num_drafts=len(view.draft_nodes)))
                     continue
+                if batch:
+                    break
                 self.stop_reason = ("the proposer has nothing more to try" if not self.passed_over else
                                     f"time budget used up: less is left than each of {self.passed_over} verified "
                                     "nodes took, so no change of theirs would finish, and no draft is left")
@@ -213,7 +220,7 @@ class TreeSearch:
             if not drafting:
                 self.steps += 1
             batch.append(Drawn(proposal, action, target))
-            if len(batch) < self.evaluator.executor.workers:
+            if len(batch) < workers:
                 view = with_pending(view, batch[-1])
         return batch
 
