@@ -122,8 +122,9 @@ def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
               help="With --executor ray: the cluster, e.g. auto (one `ray start` began on this machine) or "
                    "ray://HOST:10001 (default: $RAY_ADDRESS, else such a local cluster, else a new one).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Nodes evaluated at once (default: one per core locally, at most 4; the cluster's CPUs with Ray). The journal is the "
-                   "same for a given seed, steps and --workers, whichever node finishes first.")
+              help="Nodes evaluated at once (default: one per core locally, at most 4; the cluster's CPUs with Ray), "
+                   "one at a time until a node is verified. The journal is the same for a given seed, steps and "
+                   "--workers, whichever node finishes first.")
 @click.option("--save-fold-models", is_flag=True,
               help="When the submission averages the CV fold models (the refit did not fit in the budget), fit them "
                    "again after the search and save them in model.pkl for `agent predict`; past the budget.")
