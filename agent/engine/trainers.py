@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent.engine.spec import SpecError, Step
@@ -57,6 +57,9 @@ class EstimatorTrainer:
     regressor_defaults: Mapping[str, Any] = field(default_factory=dict)
     seed_param: str | None = "random_state"
     jobs_param: str | None = None
+    # The cores the model may use through `jobs_param` (CatBoost's threads, a forest's jobs): this machine's, and
+    # its share per job when several jobs run at once (`with_jobs`). Results do not depend on it.
+    jobs: int = N_JOBS
     # A gradient-boosting model runtime.EarlyStopped can stop early (XGBoost, LightGBM, CatBoost, histogram GBDT).
     stops_early: bool = False
     # Wrapper parameters (WRAPPER_PARAMS) the model gets unless its params say otherwise: CatBoost is always inside
@@ -81,7 +84,7 @@ class EstimatorTrainer:
         if self.seed_param:
             arguments[self.seed_param] = random_state
         if self.jobs_param:
-            arguments[self.jobs_param] = N_JOBS
+            arguments[self.jobs_param] = self.jobs
         wrappers = {**self.wrapper_defaults, **{name: params.pop(name) for name in WRAPPER_PARAMS if name in params}}
         arguments.update(params)
         keywords = ", ".join(f"{name}={value!r}" for name, value in arguments.items())
@@ -158,6 +161,13 @@ def builtin_trainers() -> dict[str, EstimatorTrainer]:
                                                 catboost, catboost, seed_param="random_seed", jobs_param="thread_count",
                                                 stops_early=True, wrapper_defaults={"early_stopping_rounds": 50})
     return trainers
+
+
+def with_jobs(trainer: Trainer, jobs: int) -> Trainer:
+    """The trainer with its model using `jobs` cores (a trainer that sets no cores as it is)."""
+    if isinstance(trainer, EstimatorTrainer) and trainer.jobs_param:
+        return replace(trainer, jobs=jobs)
+    return trainer
 
 
 def trainer_registry(extra: Mapping[str, Trainer] | None = None) -> dict[str, Trainer]:
