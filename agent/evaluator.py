@@ -178,8 +178,8 @@ class Evaluator:
         key = self._preprocessing_key(spec, dataset)
         inspection = self._inspections.get(key) if key is not None else None
         store = self.fold_cache.store(key) if key is not None and self.fold_cache is not None else None
-        # Jobs running at once share the cores: a model asking for all of them in each job (CatBoost's threads)
-        # made two CatBoost nodes at once 1.3-1.9 times slower each (bench/RESULTS.md, "Nodes at once").
+        # Jobs running at once share the cores: with two CatBoost jobs at once each asking for both cores, each took
+        # up to about twice as long (bench/RESULTS.md, "Throughput: nodes per minute (issue 25), workers").
         jobs = max(N_JOBS // self.executor.workers, 1)
         outcome = self.executor.run(_evaluation_job, spec, self.executor.share(dataset), self._trainers_for(spec, jobs),
                                     self.step_ops, self.random_state, predict_test, store, inspection is None, gate,
