@@ -51,7 +51,7 @@ from agent.engine.fit import (
 )
 from agent.engine.spec import ModelSpec, SolutionSpec, SpecError, ValidationSpec
 from agent.engine.steps import StepOp
-from agent.engine.trainers import N_JOBS, Trainer, trainer_registry, with_jobs
+from agent.engine.trainers import Trainer, trainer_registry
 from agent.execution.executors import Executor, LocalExecutor
 from agent.execution.free_code import PROBE_LEAK, PROBE_NOT_DETERMINISTIC, ScriptRun, run_script
 from agent.execution.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run_isolated
@@ -178,10 +178,7 @@ class Evaluator:
         key = self._preprocessing_key(spec, dataset)
         inspection = self._inspections.get(key) if key is not None else None
         store = self.fold_cache.store(key) if key is not None and self.fold_cache is not None else None
-        # Jobs running at once share the cores: with two CatBoost jobs at once each asking for both cores, each took
-        # up to about twice as long (bench/RESULTS.md, "Throughput: nodes per minute (issue 25), workers").
-        jobs = max(N_JOBS // self.executor.workers, 1)
-        outcome = self.executor.run(_evaluation_job, spec, self.executor.share(dataset), self._trainers_for(spec, jobs),
+        outcome = self.executor.run(_evaluation_job, spec, self.executor.share(dataset), self._trainers_for(spec),
                                     self.step_ops, self.random_state, predict_test, store, inspection is None, gate,
                                     limits=Limits(time_limit, self.memory_limit))
         if self.fold_cache is not None:
@@ -257,10 +254,9 @@ class Evaluator:
         token = self._data_tokens.setdefault(dataset, uuid.uuid4().hex)  # this very Dataset, for as long as it lives
         return preprocessing_key(spec, token, self.random_state)
 
-    def _trainers_for(self, spec: SolutionSpec, jobs: int = N_JOBS) -> dict[str, Trainer]:
-        """The trainers the spec uses (only they travel to the child: others may not even be picklable), their
-        models on `jobs` cores."""
-        return {name: with_jobs(self.trainers[name], jobs) for name in model_names(spec) if name in self.trainers}
+    def _trainers_for(self, spec: SolutionSpec) -> dict[str, Trainer]:
+        # Only the trainers in use travel to the child: others may not even be picklable.
+        return {name: self.trainers[name] for name in model_names(spec) if name in self.trainers}
 
 
 def _evaluation_job(spec, dataset, trainers, step_ops, random_state, predict_test, store: FoldStore | None,

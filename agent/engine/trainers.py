@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent.engine.spec import SpecError, Step
@@ -19,6 +19,9 @@ from retrieval.metrics import CLASSIFICATION
 
 Trainer = Callable[[Mapping[str, Any], str, int], Any]
 
+# The cores a model asks for (CatBoost's threads, a forest's jobs), all of them even with a job per core running at
+# once: a job whose partner ends first then has both; splitting them was slower (bench/RESULTS.md, "Throughput:
+# nodes per minute (issue 25), threads").
 N_JOBS = os.cpu_count() or 1
 
 # Trainer parameters that wrap the model rather than reach its constructor:
@@ -57,9 +60,6 @@ class EstimatorTrainer:
     regressor_defaults: Mapping[str, Any] = field(default_factory=dict)
     seed_param: str | None = "random_state"
     jobs_param: str | None = None
-    # The cores the model may use through `jobs_param` (CatBoost's threads, a forest's jobs): this machine's, and
-    # its share per job when several jobs run at once (`with_jobs`). Results do not depend on it.
-    jobs: int = N_JOBS
     # A gradient-boosting model runtime.EarlyStopped can stop early (XGBoost, LightGBM, CatBoost, histogram GBDT).
     stops_early: bool = False
     # Wrapper parameters (WRAPPER_PARAMS) the model gets unless its params say otherwise: CatBoost is always inside
@@ -84,7 +84,7 @@ class EstimatorTrainer:
         if self.seed_param:
             arguments[self.seed_param] = random_state
         if self.jobs_param:
-            arguments[self.jobs_param] = self.jobs
+            arguments[self.jobs_param] = N_JOBS
         wrappers = {**self.wrapper_defaults, **{name: params.pop(name) for name in WRAPPER_PARAMS if name in params}}
         arguments.update(params)
         keywords = ", ".join(f"{name}={value!r}" for name, value in arguments.items())
@@ -161,13 +161,6 @@ def builtin_trainers() -> dict[str, EstimatorTrainer]:
                                                 catboost, catboost, seed_param="random_seed", jobs_param="thread_count",
                                                 stops_early=True, wrapper_defaults={"early_stopping_rounds": 50})
     return trainers
-
-
-def with_jobs(trainer: Trainer, jobs: int) -> Trainer:
-    """The trainer with its model using `jobs` cores (a trainer that sets no cores as it is)."""
-    if isinstance(trainer, EstimatorTrainer) and trainer.jobs_param:
-        return replace(trainer, jobs=jobs)
-    return trainer
 
 
 def trainer_registry(extra: Mapping[str, Trainer] | None = None) -> dict[str, Trainer]:

@@ -14,9 +14,7 @@ from agent.engine.dataset import Dataset, DatasetError
 from agent.engine.fit import cross_validate, fit_and_predict
 from agent.engine.spec import ModelSpec, SolutionSpec, SpecError, Step, ValidationSpec
 from agent.engine.steps import BUILTIN_STEPS, TARGET_OPS, evaluate_source
-from agent.engine.trainers import LINEAR_STEPS, NATIVE_CATEGORICAL_STEPS, TREE_STEPS, trainer_registry, with_jobs
-from agent.evaluator import Evaluator
-from agent.execution.executors import LocalExecutor
+from agent.engine.trainers import LINEAR_STEPS, TREE_STEPS, trainer_registry
 from agent.knowledge.recipes import RECIPES_PATH
 from bench.tasks import write_task_folder
 from retrieval.profile import profile_task
@@ -79,18 +77,6 @@ def test_a_log_target_on_a_target_with_negative_values_is_shifted_not_nan(tmp_pa
     logged, raw = scores(Step("log_target"), lightgbm), scores(None, lightgbm)
     assert np.isfinite(logged).all()  # early stopping's validation rows are mapped the same way
     assert np.mean(logged) < 1.2 * np.mean(raw)  # a model of the wage, not of a constant
-
-
-def test_a_model_scores_the_same_on_one_core_as_on_all_and_with_two_jobs_at_once(house_prices):
-    spec = SolutionSpec(NATIVE_CATEGORICAL_STEPS, ModelSpec("catboost", {"iterations": 60}), None,
-                        ValidationSpec(n_splits=3))
-    one_core = {**TRAINERS, "catboost": with_jobs(TRAINERS["catboost"], 1)}
-    assert "thread_count=1" in render_model(spec, house_prices, one_core, 0)
-    scores = [cross_validate(compile_spec(spec, house_prices.compile_context(0), trainers), house_prices, spec)
-              for trainers in (TRAINERS, one_core)]
-    assert scores[0] == scores[1]  # the cores change the time, never the model
-    evidence = [Evaluator(3, executor=LocalExecutor(workers)).evaluate(spec, house_prices) for workers in (1, 2)]
-    assert evidence[0].fold_values == evidence[1].fold_values == tuple(scores[0])
 
 
 def test_unknown_op_trainer_and_parameter_are_spec_errors(house_prices):
