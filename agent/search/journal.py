@@ -255,6 +255,12 @@ class Journal:
         return [node for node in self._nodes if node.valid]
 
     @property
+    def any_verified(self) -> bool:
+        """Whether a node is verified (on every row or on the exploration sample): until then the search has only
+        the trivial baseline to submit."""
+        return any(node.verified for node in self._nodes)
+
+    @property
     def explored_nodes(self) -> list[Node]:
         """Nodes verified on the exploration sample only."""
         return [node for node in self._nodes if node.status == EXPLORED]

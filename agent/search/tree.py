@@ -188,7 +188,7 @@ class TreeSearch:
         nodes to improve or repair."""
         batch: list[Drawn] = []
         view = self.journal
-        workers = self.evaluator.executor.workers if any(node.verified for node in self.journal) else 1
+        workers = self.evaluator.executor.workers if self.journal.any_verified else 1
         while len(batch) < workers:
             self.stop_reason = self.clock.used_up(self.journal, search_deadline)
             if self.stop_reason:
@@ -229,7 +229,7 @@ class TreeSearch:
         is on are explored on a sample they fit in (agent.search.exploration), of at least MIN_SAMPLE_ROWS rows:
         a search that verifies nothing leaves only the trivial baseline."""
         times, journal = self.draft_times, self.journal
-        if times is None or self.clock.budget is None or any(node.verified for node in journal):
+        if times is None or self.clock.budget is None or journal.any_verified:
             return
         seconds = FIT_SHARE * (self.clock.node_deadline(search_deadline) - time.monotonic())
         fits = [times.rows_within(drawn.proposal.candidate, seconds, journal) for drawn in batch
@@ -300,7 +300,7 @@ class TreeSearch:
                 return replace(sized.candidate, rationale=f"{candidate.rationale} ({sized.note})")
             return self._over_time(drawn, candidate, rows, sized.note)
         times = self.draft_times
-        if times is None or not any(node.verified for node in self.journal):
+        if times is None or not self.journal.any_verified:
             return candidate
         expected = times.expected(candidate, rows, self.journal)
         if expected is None or expected <= allowed:
