@@ -56,6 +56,10 @@ class SearchSettings:
     # until it has three) over the root of the folds scored (agent.engine.fit.FoldGate; bench/fold_spread.py chose
     # it). None: every node on every fold.
     prune_z: float | None = PRUNE_Z
+    # With several workers: evaluate one batch of proposals at a time and append it in the order drawn, a journal
+    # that repeats for a seed, the steps and the workers, at the price of workers idle while a batch's slowest node
+    # runs. False: each worker takes the next proposal as soon as its node is back (agent.search.tree).
+    in_order: bool = False
 
     @property
     def node_seconds(self) -> float | None:

@@ -112,7 +112,7 @@ def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
 @click.option("--models", default=None, metavar="FAMILY,...",
               help="Only these model families, drafted in this order, e.g. lightgbm,catboost (default: every family: "
                    "linear, lightgbm, random_forest, catboost, hist_gradient_boosting, xgboost, extra_trees).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed (runs are deterministic for it).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the search's choices (a run bounded by --steps with --in-order repeats for it).")
 @click.option("--cv", type=click.IntRange(min=2), default=5, show_default=True, help="Cross-validation folds.")
 @click.option("--executor", type=LibraryChoice(lambda: _executors().EXECUTORS), cls=LibraryDefault,
               default=lambda: _executors().LOCAL, show_default=True,
@@ -123,8 +123,12 @@ def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
                    "ray://HOST:10001 (default: $RAY_ADDRESS, else such a local cluster, else a new one).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Nodes evaluated at once (default: one per core locally, at most 4; the cluster's CPUs with Ray), "
-                   "one at a time until a node is verified. The journal is the same for a given seed, steps and "
-                   "--workers, whichever node finishes first.")
+                   "one at a time until a node is verified; each worker takes the next proposal as soon as its node "
+                   "is back.")
+@click.option("--in-order", is_flag=True,
+              help="With several workers, evaluate one batch of --workers proposals at a time and keep them in the "
+                   "order drawn: the journal is the same for a given seed, steps and --workers, whichever node "
+                   "finishes first (workers wait for the batch's slowest node).")
 @click.option("--save-fold-models", is_flag=True,
               help="When the submission averages the CV fold models (the refit did not fit in the budget), fit them "
                    "again after the search and save them in model.pkl for `agent predict`; past the budget.")
@@ -139,7 +143,7 @@ def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
 @click.pass_context
 def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, no_experience, use_memory, reuse_own_memory, llm,
           llm_budget_usd, allow_unisolated_code, time_budget, steps, num_drafts, models, seed, cv, executor, ray_address,
-          workers, save_fold_models, out, as_json, quiet, verbose):
+          workers, in_order, save_fold_models, out, as_json, quiet, verbose):
     """Solve the competition task in TASK_DIR (train.csv, test.csv, description.md, sample_submission.csv).
 
     Writes submission.csv, solution.py, trace.jsonl, run.json and report.html to the run folder;
@@ -171,7 +175,8 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, no_e
     if not as_json:
         click.echo(_describe_setup(profile, ctx.obj["home"] if use_kb else None, llm, llm_budget_usd,
                                    allow_unisolated_code))
-    settings = SolveSettings(SearchSettings(num_drafts=num_drafts, steps=steps, time_budget=time_budget, seed=seed),
+    settings = SolveSettings(SearchSettings(num_drafts=num_drafts, steps=steps, time_budget=time_budget, seed=seed,
+                                            in_order=in_order),
                              use_kb=use_kb, experience=not no_experience, cv=cv, llm=llm, llm_budget_usd=llm_budget_usd,
                              allow_unisolated_code=allow_unisolated_code, executor=executor,
                              ray_address=ray_address, workers=workers, models=families,

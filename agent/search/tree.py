@@ -3,13 +3,15 @@ evaluates, the verifier judges, and the journal appends the node (agent.search.j
 evaluator is handed to the search (as AIDE's agent is handed its interpreter's callback) and known by its protocol,
 TreeEvaluator.
 
-`TreeSearch` is one search of one task. `run` steps until the steps or the budget (agent.search.clock) are used up,
-then finishes (agent.search.final): the final combination of the best nodes, and the final fit of the best verified
-node, ranked by its CV score. On a large table each node is explored on a sample first (agent.search.exploration).
-With an executor of several workers (agent.execution.executors, e.g. a Ray cluster) a step draws that many proposals
-at a time, the later ones seeing the earlier ones as pending nodes (`with_pending`), evaluates them together and
-appends them in the order drawn, so the journal depends on the seed, the steps and the number of workers, never on
-which node finishes first.
+`TreeSearch` is one search of one task. `run` evaluates proposals until the steps or the budget (agent.search.clock)
+are used up, then finishes (agent.search.final): the final combination of the best nodes, and the final fit of the
+best verified node, ranked by its CV score. On a large table each node is explored on a sample first
+(agent.search.exploration). With an executor of several workers (agent.execution.executors: one per core locally, or
+a Ray cluster) each worker takes the next proposal as soon as its node is back, drawn seeing the running ones as
+pending nodes (`with_pending`), so that a slow node never holds a worker idle; the journal then depends on which node
+finishes first, as it already does on the time budget. With `in_order` (SearchSettings) the search draws one proposal
+per worker, evaluates them together and appends them in the order drawn, so that the journal depends on the seed, the
+steps and the number of workers only.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import random
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +72,16 @@ class Drawn:
     proposal: Proposal
     action: str
     parent: Node | None
+
+
+@dataclass(frozen=True, eq=False)
+class Running:
+    """A drawn proposal being evaluated: its draw (the search's count of proposals drawn) and when it started,
+    in seconds since the search started."""
+
+    drawn: Drawn
+    draw: int
+    started: float
 
 
 def with_pending(journal: Journal, drawn: Drawn) -> Journal:
@@ -128,7 +141,9 @@ class TreeSearch:
         # Called with each node that becomes the best scored on every row, and its CV fold models' averaged test
         # predictions (a submission that needs no refit), so that the caller can keep a submission on disk.
         self.on_best = on_best
-        self.script_dir = script_dir  # free-code nodes run in script_dir/node-<id> (a temporary folder if None)
+        # Free-code nodes run in script_dir/draw-<n>, renamed node-<id> once appended (a temporary folder if None).
+        self.script_dir = script_dir
+        self.draws = 0  # proposals drawn so far
         self.rng = random.Random(search.seed)
         self.blending = blendable(dataset.metric, dataset.task_type)
         self.steps, self.stop_reason = 0, ""  # search steps taken after the drafts, and why the search stopped
@@ -139,34 +154,40 @@ class TreeSearch:
         self.explore: Exploring | None = None
 
     def run(self) -> SearchResult:
-        """Step until the search stops, then finish: the final combination and the final fit."""
+        """Evaluate proposals until the search stops and every running node is back, then finish: the final
+        combination and the final fit. Each worker takes the next proposal as soon as its node is back (the
+        journal then depends on which finishes first, as a time budget already makes it), or, with `in_order`, a
+        batch of one proposal per worker is evaluated together and appended in the order drawn."""
         self.started = time.monotonic()
         self.baseline = self.evaluator.baseline(self.dataset)
         self.explore = exploring(self.dataset, self.evaluator, self.verifier, self.clock)
-        while not self.stop_reason:
-            self.step()
+        back = ALL_COMPLETED if self.settings.search.in_order else FIRST_COMPLETED
+        running: dict[Future[Evaluated], Running] = {}
+        # Each thread waits on its own job's process or Ray task.
+        with ThreadPoolExecutor(self.evaluator.executor.workers) as pool:
+            while True:
+                if not self.stop_reason and not (running and self.settings.search.in_order):
+                    self._start(pool, running)
+                if not running:
+                    break
+                done, _ = wait(running, return_when=back)
+                for future in sorted(done, key=lambda future: running[future].draw):
+                    self._append(future.result(), running.pop(future))
         return self.finish()
 
-    def step(self) -> None:
-        """Draw one proposal per worker (the policy picks, the proposer proposes), evaluate them together, then
-        verify each and append its node, in the order drawn."""
+    def _start(self, pool: ThreadPoolExecutor, running: dict[Future[Evaluated], Running]) -> None:
+        """Draw a proposal for each free worker (the policy picks, the proposer proposes), seeing the running ones
+        as pending nodes, and start evaluating it."""
         # No node may run into the time kept back for the final refit and the outputs.
         search_deadline = self.clock.search_deadline(self.journal, len(self.dataset.y), self.blending)
         self.proposer.set_deadline(search_deadline)  # no LLM call may run past it either
-        batch = self._draw(search_deadline)
+        drawn = sorted(running.values(), key=lambda started: started.draw)
+        batch = self._draw(search_deadline, [started.drawn for started in drawn])
         self._size_exploration(batch, search_deadline)
-        first_id = len(self.journal)
-
-        def evaluate(index: int) -> Evaluated:
-            return self._evaluate(batch[index], first_id + index, search_deadline)
-
-        if len(batch) < 2:
-            evaluated = [evaluate(index) for index in range(len(batch))]
-        else:
-            with ThreadPoolExecutor(len(batch)) as pool:  # each thread waits on its own job's process or Ray task
-                evaluated = list(pool.map(evaluate, range(len(batch))))
-        for made in evaluated:
-            self._append(made)
+        for proposal in batch:
+            self.draws += 1
+            started = Running(proposal, self.draws, time.monotonic() - self.started)
+            running[pool.submit(self._job(proposal, started.draw, search_deadline))] = started
 
     def finish(self) -> SearchResult:
         """The final combination of the best nodes (each a node of its own), then the best node's final fit."""
@@ -179,17 +200,19 @@ class TreeSearch:
         run = engineering_run(self.journal, self.dataset.metric, self.baseline, self.steps, self.stop_reason, refit)
         return SearchResult(self.journal, run, self.evaluator.trainers, final_fit)
 
-    def _draw(self, search_deadline: float) -> list[Drawn]:
-        """One proposal per worker, all drawn before any is evaluated, each seeing the earlier ones as pending nodes;
-        fewer (and `stop_reason` said) when the steps, the budget or the proposer's ideas run out. Until a node is
-        verified, one at a time: the first verified node is the anytime submission, and a node sharing the cores
-        with another takes longer, so on a short budget two at once could both run over time. The proposer having
-        nothing more while the batch holds pending proposals ends the batch, not the search: those may yet give
-        nodes to improve or repair."""
+    def _draw(self, search_deadline: float, running: list[Drawn]) -> list[Drawn]:
+        """One proposal per free worker, all drawn before any is evaluated, each seeing the running ones and the
+        earlier ones as pending nodes; fewer (and `stop_reason` said) when the steps, the budget or the proposer's
+        ideas run out. Until a node is verified, one at a time: the first verified node is the anytime submission,
+        and a node sharing the cores with another takes longer, so on a short budget two at once could both run
+        over time. The proposer having nothing more while proposals are pending ends the draw, not the search:
+        those may yet give nodes to improve or repair."""
         batch: list[Drawn] = []
         view = self.journal
+        for drawn in running:
+            view = with_pending(view, drawn)
         workers = self.evaluator.executor.workers if self.journal.any_verified else 1
-        while len(batch) < workers:
+        while len(running) + len(batch) < workers:
             self.stop_reason = self.clock.used_up(self.journal, search_deadline)
             if self.stop_reason:
                 break
@@ -211,7 +234,7 @@ class TreeSearch:
                     self.policy = replace(self.policy,
                                           settings=replace(self.policy.settings, num_drafts=len(view.draft_nodes)))
                     continue
-                if batch:
+                if running or batch:
                     break
                 self.stop_reason = ("the proposer has nothing more to try" if not self.passed_over else
                                     f"time budget used up: less is left than each of {self.passed_over} verified "
@@ -220,8 +243,7 @@ class TreeSearch:
             if not drafting:
                 self.steps += 1
             batch.append(Drawn(proposal, action, target))
-            if len(batch) < workers:
-                view = with_pending(view, batch[-1])
+            view = with_pending(view, batch[-1])
         return batch
 
     def _size_exploration(self, batch: list[Drawn], search_deadline: float) -> None:
@@ -254,30 +276,39 @@ class TreeSearch:
             return self.proposer.improve(target, self.profile, journal, self.rng)
         return self.proposer.debug(target, self.profile, journal, self.rng)
 
-    def _evaluate(self, drawn: Drawn, node_id: int, search_deadline: float) -> Evaluated:
-        """The proposal cross-validated within its time cap: on every row, or on a large table first on the
-        exploration sample, then on every row only when it is promising; a script is run and scored apart."""
+    def _job(self, drawn: Drawn, draw: int, search_deadline: float) -> Callable[[], Evaluated]:
+        """The evaluation of a proposal, settled here from the journal as it stands (its size, its fold gate, the
+        rows it is explored on) and run on a worker's thread: cross-validated within its time cap on every row, or
+        on a large table first on the exploration sample, then on every row only when it is promising; a script is
+        run and scored apart."""
         evaluator, proposal, dataset = self.evaluator, drawn.proposal, self.dataset
         if proposal.script is not None:
-            return self._evaluate_script(drawn, node_id, self.clock.node_deadline(search_deadline))
+            if self.script_dir is None:
+                self.script_dir = Path(tempfile.mkdtemp(prefix="casebook-free-code-"))
+            return partial(self._evaluate_script, drawn, self.script_dir / f"draw-{draw}",
+                           self.clock.node_deadline(search_deadline))
         candidate = proposal.candidate
         if candidate.steps is None and candidate.trainer in evaluator.trainers:  # nodes record their full pipeline
             candidate = replace(candidate, steps=tuple(default_steps(evaluator.trainers[candidate.trainer])))
         candidate = replace(candidate, rationale=proposal.plan)
         sized = self._sized(drawn, candidate, search_deadline)
         if isinstance(sized, Evaluated):
-            return sized
+            return lambda: sized
         proposed = candidate if sized is not candidate else None
-        candidate = sized
-        if self.explore is None:
-            spec, evidence = evaluator.evaluate_candidate(candidate, dataset, self.clock.node_deadline(search_deadline),
-                                                          predict_test=True, gate=self._gate(drawn.action))
-            exploration, scored_on = None, FULL
-        else:
-            spec, evidence, exploration = self.explore.evaluate(candidate, self.journal, search_deadline)
-            scored_on = FULL if exploration.promoted else SAMPLE
-        return Evaluated(drawn.action, drawn.parent, candidate, proposal.trick, spec, evidence,
-                         evaluator.pipeline_code(spec, dataset), scored_on, exploration, proposed=proposed)
+        explore, gate = self.explore, self._gate(drawn.action)
+
+        def evaluate() -> Evaluated:
+            if explore is None:
+                spec, evidence = evaluator.evaluate_candidate(sized, dataset, self.clock.node_deadline(search_deadline),
+                                                              predict_test=True, gate=gate)
+                exploration, scored_on = None, FULL
+            else:  # promotion compares it with the journal as it stands when its sample CV is done
+                spec, evidence, exploration = explore.evaluate(sized, self.journal, search_deadline)
+                scored_on = FULL if exploration.promoted else SAMPLE
+            return Evaluated(drawn.action, drawn.parent, sized, proposal.trick, spec, evidence,
+                             evaluator.pipeline_code(spec, dataset), scored_on, exploration, proposed=proposed)
+
+        return evaluate
 
     def _sized(self, drawn: Drawn, candidate: SolutionCandidate, search_deadline: float
                ) -> SolutionCandidate | Evaluated:
@@ -337,26 +368,27 @@ class TreeSearch:
         return FoldGate(tuple(sign * value for value in best.evidence.fold_values),
                         self.dataset.metric_info.greater_is_better, z, paired_spread(pairs))
 
-    def _evaluate_script(self, drawn: Drawn, node_id: int, deadline: float) -> Evaluated:
-        """A free-code node: the script run confined in its own folder and scored by the engine on the same folds."""
+    def _evaluate_script(self, drawn: Drawn, folder: Path, deadline: float) -> Evaluated:
+        """A free-code node: the script run confined in `folder` and scored by the engine on the same folds."""
         proposal = drawn.proposal
-        if self.script_dir is None:
-            self.script_dir = Path(tempfile.mkdtemp(prefix="casebook-free-code-"))
-        evidence, _ = self.evaluator.evaluate_script(proposal.script, self.dataset, self.script_dir / f"node-{node_id}",
-                                                     deadline)
+        evidence, _ = self.evaluator.evaluate_script(proposal.script, self.dataset, folder, deadline)
         candidate = SolutionCandidate(FREE_CODE, {}, proposal.plan, ())
         spec = SolutionSpec((), ModelSpec(FREE_CODE), None, self.evaluator.validation)
         return Evaluated(drawn.action, drawn.parent, candidate, proposal.trick, spec, evidence, proposal.script)
 
-    def _append(self, made: Evaluated) -> Node:
+    def _append(self, made: Evaluated, running: Running | None = None) -> Node:
         """Verify an evaluated proposal (against the trivial baseline on the rows it was scored on) and append its
-        node; the proposer observes it, on_node hears of it, and on_best of a new best scored on every row."""
+        node; the proposer observes it, on_node hears of it, and on_best of a new best scored on every row.
+        `running`: the proposal's draw, when it was drawn in the search (not a final combination)."""
         explore = self.explore
         baseline = explore.baseline if made.scored_on == SAMPLE and explore is not None else self.baseline
         verdict = self.verifier.verify(made.evidence, baseline, self.dataset.metric_info)
-        since_start = time.monotonic() - self.started
-        node = self.journal.append(made.node(len(self.journal), verdict, since_start - made.evidence.elapsed,
+        started = running.started if running is not None else time.monotonic() - self.started - made.evidence.elapsed
+        node = self.journal.append(made.node(len(self.journal), verdict, started,
                                              self.policy.settings.max_debug_depth, len(self.dataset.y)))
+        folder = self.script_dir / f"draw-{running.draw}" if running is not None and self.script_dir else None
+        if folder is not None and folder.is_dir():
+            folder.rename(folder.with_name(f"node-{node.id}"))
         self.proposer.observe(node)
         if self.on_node is not None:
             self.on_node(node, self.journal)

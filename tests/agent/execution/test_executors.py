@@ -47,7 +47,7 @@ def attrition(tmp_path_factory):
 
 
 def search(profile, dataset, executor, **settings):
-    settings = SearchSettings(**{"num_drafts": 3, "seed": 7, "time_budget": 600, **settings})
+    settings = SearchSettings(**{"num_drafts": 3, "seed": 7, "time_budget": 600, "in_order": True, **settings})
     return tree_search(BuiltinTreeProposer(), profile, dataset, SolveSettings(settings, cv=3), executor=executor).run()
 
 

