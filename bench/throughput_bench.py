@@ -15,10 +15,13 @@ the run's CV folds, or as its `fidelity` says when run.json records one), nodes 
 fold scores of every verified node (trace.jsonl), whose spread bounds what a partial score can say.
 
     python -m bench.throughput_bench --before main~1 [--tasks smoke_ban,...] [--budgets 60,120]
-        [--arms before,after,flaml,autogluon] [--seeds 0] [--label LABEL]
+        [--arms before,after,flaml,autogluon] [--seeds 0] [--repeats 1] [--label LABEL]
+
+With --repeats N each agent arm runs N times per seed (every table once before any is repeated), and a table of
+after against before per table judges the difference by the run-to-run variation that the repeats measured.
 
 Every run is saved to bench/agent_runs/throughput.json as soon as it ends; a run already there (same task, budget,
-arm, seed and, for the agent arms, the same code) is skipped, so an interrupted bench resumes. The section
+arm, seed, repeat and, for the agent arms, the same code) is skipped, so an interrupted bench resumes. The section
 "## Throughput: nodes per minute (issue 25)" of bench/RESULTS.md is rewritten from that file after every run. With
 --label, the runs go to bench/agent_runs/throughput-LABEL.json and a section of their own, so that a later before
 and after pair leaves this one as it was.
@@ -87,8 +90,8 @@ def remove_worktree(folder: Path) -> None:
 
 # -- one run ---------------------------------------------------------------------------------------------------------
 
-def run_key(task: str, budget: float, arm: str, seed: int) -> str:
-    return f"{task}@{budget:g}@{arm}@{seed}"
+def run_key(task: str, budget: float, arm: str, seed: int, repeat: int = 0) -> str:
+    return f"{task}@{budget:g}@{arm}@{seed}" + (f"#{repeat}" if repeat else "")
 
 
 def search_record(run_dir: Path) -> dict:
@@ -145,10 +148,12 @@ def scored_run(command: list[str], cwd: Path, env: dict[str, str], out: Path, bu
     return load_before, measured, score
 
 
-def run_once(name: str, budget: float, arm: str, seed: int, root: Path, code: Path | None, stamp: str) -> dict:
-    """One arm's run on one task, budget and seed; `code`: the folder an agent arm runs from, `stamp` its commit."""
+def run_once(name: str, budget: float, arm: str, seed: int, root: Path, code: Path | None, stamp: str,
+             repeat: int = 0) -> dict:
+    """One arm's run on one task, budget and seed (the `repeat`th time); `code`: the folder an agent arm runs from,
+    `stamp` its commit."""
     task_dir, answers, dataset = evaluation_task(name, root)
-    out = root / "runs" / run_key(name, budget, arm, seed).replace("@", "-")
+    out = root / "runs" / run_key(name, budget, arm, seed, repeat).replace("@", "-").replace("#", "-")
     if out.exists():  # an earlier run's folder (older code, or interrupted): its submission must not be scored
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -165,7 +170,8 @@ def run_once(name: str, budget: float, arm: str, seed: int, root: Path, code: Pa
                                *(["--flaml-estimators", "lgbm"] if arm == "flaml" else []))
         cwd = REPO
     load_before, measured, score = scored_run(command, cwd, env, out, budget, dataset, submission, answers)
-    record = {"task": name, "budget": budget, "arm": arm, "seed": seed, "date": date.today().isoformat(),
+    record = {"task": name, "budget": budget, "arm": arm, "seed": seed, "repeat": repeat,
+              "date": date.today().isoformat(),
               "code": stamp,
               "rows": len(dataset.X), "metric": dataset.metric,
               "greater_is_better": dataset.metric_info.greater_is_better, "load_before": load_before, **measured,
@@ -220,7 +226,7 @@ def fold_spread(runs: list[dict]) -> tuple[int, float | None, float | None]:
             float(np.median(relative)) if relative else None)
 
 
-Cells = dict[tuple[str, float, str], list[dict]]  # (task, budget, arm) -> its runs, one per seed
+Cells = dict[tuple[str, float, str], list[dict]]  # (task, budget, arm) -> its runs, one per seed and repeat
 
 
 def mean_score(runs: list[dict]) -> float | None:
@@ -233,7 +239,8 @@ def search_mean(runs: list[dict], field: str) -> float | None:
 
 
 def mean_ratio(cells: Cells, budget: float, arm: str, reference: str) -> tuple[float, int] | None:
-    """The mean over tables of `arm`'s score ratio to `reference` (each its mean over seeds), and how many tables."""
+    """The mean over tables of `arm`'s score ratio to `reference` (each its mean over its runs), and how many
+    tables."""
     ratios = []
     for (task, cell_budget, cell_arm), runs in cells.items():
         if cell_budget == budget and cell_arm == arm:
@@ -242,6 +249,42 @@ def mean_ratio(cells: Cells, budget: float, arm: str, reference: str) -> tuple[f
             if found is not None:
                 ratios.append(found)
     return (statistics.fmean(ratios), len(ratios)) if ratios else None
+
+
+def run_to_run(runs: list[dict]) -> float | None:
+    """The largest difference between the held-back scores of two runs of the same seed (None without a repeat)."""
+    by_seed: dict[int, list[float]] = {}
+    for run in runs:
+        if run["score"] is not None:
+            by_seed.setdefault(run["seed"], []).append(run["score"])
+    ranges = [max(scores) - min(scores) for scores in by_seed.values() if len(scores) > 1]
+    return max(ranges) if ranges else None
+
+
+def repeat_verdicts(cells: Cells, tasks: list[str], budgets: list[float]) -> list[str]:
+    """Per table, after against before on the held-back score, judged by the run-to-run variation that repeating a
+    run measured (issue 25: no worse on every table, within it): after's mean less before's, in the metric's better
+    direction, and worse beyond variation when it trails by more than the larger of the two arms' ranges."""
+    rows = []
+    for budget in budgets:
+        for task in tasks:
+            before, after = (cells.get((task, budget, arm), []) for arm in AGENT_ARMS)
+            variation = [found for found in (run_to_run(before), run_to_run(after)) if found is not None]
+            if not before or not after or not variation:
+                continue
+            sign = 1.0 if before[0]["greater_is_better"] else -1.0
+            gain = sign * (mean_score(after) - mean_score(before))
+            verdict = "better" if gain > max(variation) else "no worse" if gain >= -max(variation) else \
+                "worse beyond variation"
+            rows.append(f"| {task} | {budget:g} | {len(before)} / {len(after)} | {fmt(mean_score(before))} | "
+                        f"{fmt(mean_score(after))} | {gain:+.4f} | {max(variation):.4f} | {verdict} |")
+    if not rows:
+        return []
+    return ["", "After against before per table, judged by the run-to-run variation (a run repeated with the same "
+            "seed): gain = after's mean less before's (> 0 better, in the metric's own units); variation = the "
+            "largest difference between two runs of one seed, of either arm; within it the table counts as no worse:",
+            "", "| task | budget (s) | runs before / after | before | after | gain | run-to-run variation | "
+            "verdict |", "|---|---:|---:|---:|---:|---:|---:|---|", *rows]
 
 
 def markdown(runs: dict[str, dict], title: str = SECTION) -> str:
@@ -264,8 +307,8 @@ def markdown(runs: dict[str, dict], title: str = SECTION) -> str:
              "default options and a fresh home; flaml = FLAML with estimator_list=['lgbm']; autogluon = AutoGluon "
              "`medium_quality`. Nodes: evaluated / verified (valid or explored) / verified on full CV (valid, every "
              "row, every fold); per minute: nodes evaluated per minute of wall time. Score: on the held-back answers, "
-             "the mean over seeds (± their standard deviation when repeated). Wall: the process, timed from outside; "
-             "limit: wall ≤ budget × 1.05 + 5 s. Memory: peak RSS of the process tree (sampled every 0.5 s).", "",
+             "the mean over seeds and repeats (± their standard deviation when more than one). Wall: the process, "
+             "timed from outside; limit: wall ≤ budget × 1.05 + 5 s. Memory: peak RSS of the process tree (sampled every 0.5 s).", "",
              "| task | rows | metric | budget (s) | arm | runs | nodes | per minute | score | wall (s) | within limit "
              "| peak MB |", "|---|---:|---|---:|---|---:|---:|---:|---:|---:|---|---:|"]
     for (task, budget, arm), cell in cells.items():
@@ -279,7 +322,7 @@ def markdown(runs: dict[str, dict], title: str = SECTION) -> str:
                      f"{fmt(mean([run['wall'] for run in cell]), 1)} | "
                      f"{sum(run['within_limit'] for run in cell)} / {len(cell)} | "
                      f"{max(run['peak_tree_mb'] for run in cell):,.0f} |")
-    lines += ["", "Means over the tables (each table's mean over seeds first):", "",
+    lines += ["", "Means over the tables (each table's mean over seeds and repeats first):", "",
               "| budget (s) | arm | tables | nodes per minute | verified on full CV | within limit | score ratio to "
               "autogluon (> 1 better; tables) | score ratio to before |", "|---:|---|---:|---:|---:|---|---:|---:|"]
     for budget in budgets:
@@ -307,6 +350,7 @@ def markdown(runs: dict[str, dict], title: str = SECTION) -> str:
                             f"(least {min(ratios):.2f}×)")
     if speedups:
         lines += ["", "Nodes per minute, after / before (target: at least 3× at 120 s): " + "; ".join(speedups) + "."]
+    lines += repeat_verdicts(cells, tasks, budgets)
     lines += ["", "Fold-to-fold spread of the verified nodes' CV scores (from trace.jsonl), which bounds how far a "
               "node's score on one or two folds can be from its full-CV score:", "",
               "| task | metric | arm | verified nodes with fold scores | median fold standard deviation | "
@@ -331,12 +375,15 @@ def split(values: str) -> list[str]:
 @click.option("--budgets", default="60,120", show_default=True, help="Comma-separated wall-clock budgets (s).")
 @click.option("--arms", default=",".join(ARMS), show_default=True)
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds; each seed is one more run.")
+@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Runs of each agent arm per seed: a repeat measures the run-to-run variation; all tables are run "
+                   "once before any is repeated.")
 @click.option("--root", type=click.Path(path_type=Path), default=Path(tempfile.gettempdir()) / "throughput-bench",
               show_default=True, help="Task folders, run folders and the `before` worktree.")
 @click.option("--label", default=None,
               help="Keep these runs apart: bench/agent_runs/throughput-LABEL.json and a RESULTS.md section of its own.")
-def main(before_revision: str | None, tasks: str | None, budgets: str, arms: str, seeds: str, root: Path,
-         label: str | None) -> None:
+def main(before_revision: str | None, tasks: str | None, budgets: str, arms: str, seeds: str, repeats: int,
+         root: Path, label: str | None) -> None:
     runs_file = RUNS_FILE if label is None else RUNS / f"throughput-{label}.json"
     title = SECTION if label is None else f"{SECTION}, {label}"
     names = split(tasks) if tasks else default_tasks()
@@ -353,25 +400,25 @@ def main(before_revision: str | None, tasks: str | None, budgets: str, arms: str
     root.mkdir(parents=True, exist_ok=True)
     code = {"after": REPO} | ({"before": add_worktree(before_revision, root)} if "before" in chosen else {})
     stamps = {arm: code_stamp(None if arm == "after" else before_revision) for arm in code}
+    plan = [(repeat, name, float(budget), int(seed), arm) for repeat in range(repeats) for name in names
+            for budget in split(budgets) for seed in split(seeds) for arm in chosen
+            if repeat == 0 or arm in AGENT_ARMS]
     try:
-        for name in names:
-            for budget in (float(value) for value in split(budgets)):
-                for seed in (int(value) for value in split(seeds)):
-                    for arm in chosen:
-                        key = run_key(name, budget, arm, seed)
-                        if done(load_runs(runs_file), key, arm, stamps.get(arm, "")):
-                            continue
-                        record = run_once(name, budget, arm, seed, root, code.get(arm), stamps.get(arm, ""))
-                        runs = load_runs(runs_file)
-                        runs[key] = record
-                        runs_file.parent.mkdir(parents=True, exist_ok=True)
-                        runs_file.write_text(json.dumps(runs, indent=1), encoding="utf-8")
-                        write_section(RESULTS, markdown(runs, title))
-                        search = record.get("search") or {}
-                        print(json.dumps({k: record.get(k) for k in ("task", "budget", "arm", "seed", "wall",
-                                                                     "within_limit", "exit", "score")}
-                                         | {k: search.get(k) for k in ("nodes", "verified", "verified_full_cv",
-                                                                       "nodes_per_minute")}), flush=True)
+        for repeat, name, budget, seed, arm in plan:
+            key = run_key(name, budget, arm, seed, repeat)
+            if done(load_runs(runs_file), key, arm, stamps.get(arm, "")):
+                continue
+            record = run_once(name, budget, arm, seed, root, code.get(arm), stamps.get(arm, ""), repeat)
+            runs = load_runs(runs_file)
+            runs[key] = record
+            runs_file.parent.mkdir(parents=True, exist_ok=True)
+            runs_file.write_text(json.dumps(runs, indent=1), encoding="utf-8")
+            write_section(RESULTS, markdown(runs, title))
+            search = record.get("search") or {}
+            print(json.dumps({k: record.get(k) for k in ("task", "budget", "arm", "seed", "wall",
+                                                         "within_limit", "exit", "score")}
+                             | {k: search.get(k) for k in ("nodes", "verified", "verified_full_cv",
+                                                           "nodes_per_minute")}), flush=True)
     finally:
         if "before" in code:
             remove_worktree(code["before"])

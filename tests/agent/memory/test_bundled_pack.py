@@ -96,10 +96,12 @@ def test_experience_orders_a_nodes_built_in_changes_by_their_measured_gain_on_th
 
 def test_a_default_solve_improves_in_experiences_order_and_without_experience_in_todays(tasks, tmp_path):
     def improvements(*options: str) -> tuple[dict, list[dict]]:
+        """The run and its improvements, appended in the order drawn (--in-order)."""
         out = tmp_path / f"run{len(options)}"
         result = CliRunner().invoke(agent, ["--home", str(tmp_path / "home"), "solve", str(tasks["credit"].task_dir),
                                             "--models", "lightgbm", "--cv", "3", "--num-drafts", "1", "--steps", "2",
-                                            "--time-budget", "120", "--out", str(out), "--quiet", *options])
+                                            "--time-budget", "120", "--in-order", "--out", str(out), "--quiet",
+                                            *options])
         assert result.exit_code == 0, result.output
         run = json.loads((out / "run.json").read_text())
         return run, [node for node in run["journal"]["nodes"] if node["action"] == "improve"]
