@@ -166,7 +166,7 @@ class TreeSearch:
         # Each thread waits on its own job's process or Ray task.
         with ThreadPoolExecutor(self.evaluator.executor.workers) as pool:
             while True:
-                if not self.stop_reason and not (running and self.settings.search.in_order):
+                if not self.stop_reason:
                     self._start(pool, running)
                 if not running:
                     break
@@ -181,13 +181,12 @@ class TreeSearch:
         # No node may run into the time kept back for the final refit and the outputs.
         search_deadline = self.clock.search_deadline(self.journal, len(self.dataset.y), self.blending)
         self.proposer.set_deadline(search_deadline)  # no LLM call may run past it either
-        drawn = sorted(running.values(), key=lambda started: started.draw)
-        batch = self._draw(search_deadline, [started.drawn for started in drawn])
+        batch = self._draw(search_deadline, [job.drawn for job in running.values()])  # in the order drawn
         self._size_exploration(batch, search_deadline)
-        for proposal in batch:
+        for drawn in batch:
             self.draws += 1
-            started = Running(proposal, self.draws, time.monotonic() - self.started)
-            running[pool.submit(self._job(proposal, started.draw, search_deadline))] = started
+            job = Running(drawn, self.draws, time.monotonic() - self.started)
+            running[pool.submit(self._job(drawn, job.draw, search_deadline))] = job
 
     def finish(self) -> SearchResult:
         """The final combination of the best nodes (each a node of its own), then the best node's final fit."""
