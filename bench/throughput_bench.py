@@ -5,6 +5,8 @@ On the evaluation tables of 5k-100k rows (bench/tasks.py EVALUATION_TASKS, nothi
 
     before     `agent solve` from a `git worktree` of --before REF (PYTHONPATH set to it)
     after      `agent solve` from this working tree
+    no_experience  the same with --no-experience (the search without the experience packs, which a --before older
+               than them did not have either)
     flaml      FLAML with estimator_list=['lgbm'] (bench/peers.py, its own environment)
     autogluon  AutoGluon `medium_quality` (bench/peers.py, its own environment)
 
@@ -53,8 +55,11 @@ from retrieval.profile import profile_task
 RESULTS = REPO / "bench" / "RESULTS.md"
 RUNS_FILE = RUNS / "throughput.json"
 SECTION = "## Throughput: nodes per minute (issue 25)"
-ARMS = ("before", "after", "flaml", "autogluon")
-AGENT_ARMS = ("before", "after")
+ARMS = ("before", "after", "no_experience", "flaml", "autogluon")
+AGENT_ARMS = ("before", "after", "no_experience")
+# What an agent arm adds to `agent solve`: no_experience is the after arm without the experience packs, as the search
+# of a --before older than them ran.
+AGENT_OPTIONS = {"no_experience": ("--no-experience",)}
 ROWS = (5_000, 100_000)  # issue 25 measures tables of 5k-100k rows
 
 
@@ -161,7 +166,7 @@ def run_once(name: str, budget: float, arm: str, seed: int, root: Path, code: Pa
     if arm in AGENT_ARMS:
         run_dir, home = out / "run", Path(tempfile.mkdtemp(prefix="home-", dir=out))
         command = [*AGENT_MAIN, "--home", str(home), "solve", str(task_dir), "--time-budget", str(budget),
-                   "--seed", str(seed), "--out", str(run_dir), "--quiet"]
+                   "--seed", str(seed), "--out", str(run_dir), "--quiet", *AGENT_OPTIONS.get(arm, ())]
         env["PYTHONPATH"] = str(code)
         cwd, submission = code, run_dir / "submission.csv"
     else:
@@ -262,29 +267,32 @@ def run_to_run(runs: list[dict]) -> float | None:
 
 
 def repeat_verdicts(cells: Cells, tasks: list[str], budgets: list[float]) -> list[str]:
-    """Per table, after against before on the held-back score, judged by the run-to-run variation that repeating a
-    run measured (issue 25: no worse on every table, within it): after's mean less before's, in the metric's better
-    direction, and worse beyond variation when it trails by more than the larger of the two arms' ranges."""
+    """Per table, each agent arm against before on the held-back score, judged by the run-to-run variation that
+    repeating a run measured (issue 25: no worse on every table, within it): the arm's mean less before's, in the
+    metric's better direction, and worse beyond variation when it trails by more than the larger of the two arms'
+    ranges; the same when the two are equal to the four decimals the tables show."""
     rows = []
-    for budget in budgets:
-        for task in tasks:
-            before, after = (cells.get((task, budget, arm), []) for arm in AGENT_ARMS)
-            variation = [found for found in (run_to_run(before), run_to_run(after)) if found is not None]
-            if not before or not after or not variation:
-                continue
-            sign = 1.0 if before[0]["greater_is_better"] else -1.0
-            gain = sign * (mean_score(after) - mean_score(before))
-            verdict = "better" if gain > max(variation) else "no worse" if gain >= -max(variation) else \
-                "worse beyond variation"
-            rows.append(f"| {task} | {budget:g} | {len(before)} / {len(after)} | {fmt(mean_score(before))} | "
-                        f"{fmt(mean_score(after))} | {gain:+.4f} | {max(variation):.4f} | {verdict} |")
+    for arm in AGENT_ARMS[1:]:
+        for budget in budgets:
+            for task in tasks:
+                before, after = (cells.get((task, budget, name), []) for name in ("before", arm))
+                variation = [found for found in (run_to_run(before), run_to_run(after)) if found is not None]
+                if not before or not after or not variation:
+                    continue
+                sign = 1.0 if before[0]["greater_is_better"] else -1.0
+                gain = sign * (mean_score(after) - mean_score(before))
+                verdict = ("the same" if round(gain, 4) == 0 else "better" if gain > max(variation) else
+                           "no worse" if gain >= -max(variation) else "worse beyond variation")
+                rows.append(f"| {task} | {budget:g} | {arm} | {len(before)} / {len(after)} | {fmt(mean_score(before))} "
+                            f"| {fmt(mean_score(after))} | {gain:+.4f} | {max(variation):.4f} | {verdict} |")
     if not rows:
         return []
-    return ["", "After against before per table, judged by the run-to-run variation (a run repeated with the same "
-            "seed): gain = after's mean less before's (> 0 better, in the metric's own units); variation = the "
-            "largest difference between two runs of one seed, of either arm; within it the table counts as no worse:",
-            "", "| task | budget (s) | runs before / after | before | after | gain | run-to-run variation | "
-            "verdict |", "|---|---:|---:|---:|---:|---:|---:|---|", *rows]
+    return ["", "Each agent arm against before per table, judged by the run-to-run variation (a run repeated with the "
+            "same seed): gain = the arm's mean less before's (> 0 better, in the metric's own units); variation = the "
+            "largest difference between two runs of one seed, of either arm; within it the table counts as no worse "
+            "(the same: equal to four decimals):",
+            "", "| task | budget (s) | arm | runs before / arm | before | arm | gain | run-to-run variation | "
+            "verdict |", "|---|---:|---|---:|---:|---:|---:|---:|---|", *rows]
 
 
 def markdown(runs: dict[str, dict], title: str = SECTION) -> str:
@@ -304,7 +312,8 @@ def markdown(runs: dict[str, dict], title: str = SECTION) -> str:
              "runs started). One run at a time, every arm its own process on the same task folder (bench/tasks.py "
              "EVALUATION_TASKS of 5k-100k rows, split 75/25, nothing tuned on them). before = `agent solve` at "
              f"{codes['before']} (a `git worktree` of it), after = `agent solve` at {codes['after']}, both with "
-             "default options and a fresh home; flaml = FLAML with estimator_list=['lgbm']; autogluon = AutoGluon "
+             f"default options and a fresh home; no_experience = `agent solve --no-experience` at "
+             f"{codes['no_experience']}; flaml = FLAML with estimator_list=['lgbm']; autogluon = AutoGluon "
              "`medium_quality`. Nodes: evaluated / verified (valid or explored) / verified on full CV (valid, every "
              "row, every fold); per minute: nodes evaluated per minute of wall time. Score: on the held-back answers, "
              "the mean over seeds and repeats (± their standard deviation when more than one). Wall: the process, "
@@ -398,8 +407,9 @@ def main(before_revision: str | None, tasks: str | None, budgets: str, arms: str
     if missing:
         raise click.ClickException(f"no environment for {missing}: see bench/peers.py for the set-up")
     root.mkdir(parents=True, exist_ok=True)
-    code = {"after": REPO} | ({"before": add_worktree(before_revision, root)} if "before" in chosen else {})
-    stamps = {arm: code_stamp(None if arm == "after" else before_revision) for arm in code}
+    code = {"after": REPO, "no_experience": REPO} | (
+        {"before": add_worktree(before_revision, root)} if "before" in chosen else {})
+    stamps = {arm: code_stamp(before_revision if arm == "before" else None) for arm in code}
     plan = [(repeat, name, float(budget), int(seed), arm) for repeat in range(repeats) for name in names
             for budget in split(budgets) for seed in split(seeds) for arm in chosen
             if repeat == 0 or arm in AGENT_ARMS]
