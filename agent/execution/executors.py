@@ -3,8 +3,9 @@
 A job is the same on both: `run_isolated` (agent.execution.sandbox) with its time and memory limits. On Ray it runs
 inside a Ray task, so each node keeps its limits on the worker that evaluates it. `workers` is how many jobs the
 tree search runs at once: each worker takes the next proposal as soon as its node is back, or with `in_order` a
-batch of that many at a time, appended in the order drawn (agent.search.tree). Locally the default is one job per core (`local_workers`): a LightGBM or linear node keeps one core busy, so a second job
-uses the one that would idle (bench/RESULTS.md, "Nodes at once on this machine's cores").
+batch of that many at a time, appended in the order drawn (agent.search.tree). Locally the default is one job per
+core (`local_workers`): a LightGBM or linear node keeps one core busy, so a second job uses the one that would idle
+(bench/RESULTS.md, "Nodes at once on this machine's cores").
 
 A Ray worker lost mid-job (killed, out of memory, its machine gone) is that job's failure, an `Outcome` like any
 other ("crashed", or "memory" when Ray's memory monitor killed it), never the run's: Ray does not retry it, since
