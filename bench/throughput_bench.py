@@ -276,15 +276,16 @@ def repeat_verdicts(cells: Cells, tasks: list[str], budgets: list[float]) -> lis
         for budget in budgets:
             for task in tasks:
                 before, after = (cells.get((task, budget, name), []) for name in ("before", arm))
-                variation = [found for found in (run_to_run(before), run_to_run(after)) if found is not None]
-                if not before or not after or not variation:
+                ranges = [found for found in (run_to_run(before), run_to_run(after)) if found is not None]
+                if not before or not after or not ranges:
                     continue
+                variation = max(ranges)
                 sign = 1.0 if before[0]["greater_is_better"] else -1.0
                 gain = sign * (mean_score(after) - mean_score(before))
-                verdict = ("the same" if round(gain, 4) == 0 else "better" if gain > max(variation) else
-                           "no worse" if gain >= -max(variation) else "worse beyond variation")
+                verdict = ("the same" if round(gain, 4) == 0 else "better" if gain > variation else
+                           "no worse" if gain >= -variation else "worse beyond variation")
                 rows.append(f"| {task} | {budget:g} | {arm} | {len(before)} / {len(after)} | {fmt(mean_score(before))} "
-                            f"| {fmt(mean_score(after))} | {gain:+.4f} | {max(variation):.4f} | {verdict} |")
+                            f"| {fmt(mean_score(after))} | {gain:+.4f} | {variation:.4f} | {verdict} |")
     if not rows:
         return []
     return ["", "Each agent arm against before per table, judged by the run-to-run variation (a run repeated with the "
@@ -317,7 +318,8 @@ def markdown(runs: dict[str, dict], title: str = SECTION) -> str:
              "`medium_quality`. Nodes: evaluated / verified (valid or explored) / verified on full CV (valid, every "
              "row, every fold); per minute: nodes evaluated per minute of wall time. Score: on the held-back answers, "
              "the mean over seeds and repeats (± their standard deviation when more than one). Wall: the process, "
-             "timed from outside; limit: wall ≤ budget × 1.05 + 5 s. Memory: peak RSS of the process tree (sampled every 0.5 s).", "",
+             "timed from outside; limit: wall ≤ budget × 1.05 + 5 s. Memory: peak RSS of the process tree (sampled "
+             "every 0.5 s).", "",
              "| task | rows | metric | budget (s) | arm | runs | nodes | per minute | score | wall (s) | within limit "
              "| peak MB |", "|---|---:|---|---:|---|---:|---:|---:|---:|---:|---|---:|"]
     for (task, budget, arm), cell in cells.items():

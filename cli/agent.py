@@ -112,7 +112,8 @@ def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
 @click.option("--models", default=None, metavar="FAMILY,...",
               help="Only these model families, drafted in this order, e.g. lightgbm,catboost (default: every family: "
                    "linear, lightgbm, random_forest, catboost, hist_gradient_boosting, xgboost, extra_trees).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the search's choices (a run bounded by --steps with --in-order repeats for it).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the search's choices (a run bounded by --steps with --in-order repeats "
+                   "for it).")
 @click.option("--cv", type=click.IntRange(min=2), default=5, show_default=True, help="Cross-validation folds.")
 @click.option("--executor", type=LibraryChoice(lambda: _executors().EXECUTORS), cls=LibraryDefault,
               default=lambda: _executors().LOCAL, show_default=True,
