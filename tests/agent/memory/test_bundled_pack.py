@@ -49,9 +49,9 @@ def test_a_default_solve_drafts_from_the_shipped_pack_and_says_so(tasks, tmp_pat
     out = tmp_path / "run"
     result = CliRunner().invoke(agent, ["--home", str(tmp_path / "home"), "solve", str(tasks["credit"].task_dir),
                                         "--cv", "3", "--num-drafts", "3", "--steps", "0", "--time-budget", "120",
-                                        "--out", str(out), "--quiet"])
+                                        "--in-order", "--out", str(out), "--quiet"])
     assert result.exit_code == 0, result.output
-    run = json.loads((out / "run.json").read_text())
+    run = json.loads((out / "run.json").read_text())  # in order: the journal holds the drafts as proposed
     [used] = run["experience"]["packs"]
     assert used["file"] == str(bundled_pack_path()) and used["tasks"] >= 120
     drafts = [node for node in run["journal"]["nodes"] if node["action"] == "draft"]

@@ -447,7 +447,7 @@ def test_use_kb_search_composes_and_names_retrieved_tricks(tmp_path, make_kb):
     result = CliRunner().invoke(main, ["--home", str(base.home), "solve", str(built.task_dir), "--use-kb",
                                        "--steps", "4", "--num-drafts", "3", "--cv", "3", "--seed", "2",
                                        "--time-budget", "120", "--quiet", "--out", str(tmp_path / "run"),
-                                       "--no-experience"])  # the knowledge proposer's own drafts
+                                       "--no-experience", "--in-order"])  # the knowledge proposer's own drafts, as proposed
     assert result.exit_code == 0, result.output
     assert time.monotonic() - started < 120 + 15  # the budget (the final refit included), plus set-up
     assert "knowledge base" in result.output and result.output.strip().splitlines()[-1].startswith("Agentic AutoML")
@@ -520,7 +520,7 @@ def test_builtin_drafts_read_free_text_when_it_is_the_only_feature(tmp_path):
     out = tmp_path / "run"
     result = CliRunner().invoke(main, ["solve", str(built.task_dir), "--steps", "0", "--num-drafts", "2", "--cv", "3",
                                        "--time-budget", "90", "--seed", "0", "--positive-class", "great", "--quiet",
-                                       "--out", str(out)])
+                                       "--in-order", "--out", str(out)])  # in order: the drafts as proposed
     assert result.exit_code == 0, result.output
     journal = Journal.from_dict(json.loads((out / "run.json").read_text())["journal"])
     drafts = journal.draft_nodes
