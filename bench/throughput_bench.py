@@ -236,13 +236,18 @@ def fold_spread(runs: list[dict]) -> tuple[int, float | None, float | None]:
 Cells = dict[tuple[str, float, str], list[dict]]  # (task, budget, arm) -> its runs, one per seed and repeat
 
 
-def seed_means(runs: list[dict]) -> dict[int, float]:
-    """Each seed's held-back score, the mean over its repeats."""
-    by_seed: dict[int, list[float]] = {}
+def scores_by_seed(runs: list[dict]) -> dict[int, list[float]]:
+    """Each seed's held-back scores, one per repeat."""
+    found: dict[int, list[float]] = {}
     for run in runs:
         if run["score"] is not None:
-            by_seed.setdefault(run["seed"], []).append(run["score"])
-    return {seed: statistics.fmean(scores) for seed, scores in by_seed.items()}
+            found.setdefault(run["seed"], []).append(run["score"])
+    return found
+
+
+def seed_means(runs: list[dict]) -> dict[int, float]:
+    """Each seed's held-back score, the mean over its repeats."""
+    return {seed: statistics.fmean(scores) for seed, scores in scores_by_seed(runs).items()}
 
 
 def mean_score(runs: list[dict]) -> float | None:
@@ -270,11 +275,7 @@ def mean_ratio(cells: Cells, budget: float, arm: str, reference: str) -> tuple[f
 
 def run_to_run(runs: list[dict]) -> float | None:
     """The largest difference between the held-back scores of two runs of the same seed (None without a repeat)."""
-    by_seed: dict[int, list[float]] = {}
-    for run in runs:
-        if run["score"] is not None:
-            by_seed.setdefault(run["seed"], []).append(run["score"])
-    ranges = [max(scores) - min(scores) for scores in by_seed.values() if len(scores) > 1]
+    ranges = [max(scores) - min(scores) for scores in scores_by_seed(runs).values() if len(scores) > 1]
     return max(ranges) if ranges else None
 
 
