@@ -80,9 +80,8 @@ def measure(name: str, seed: int, budget: float, root: Path) -> None:
             continue
         if not node.members:
             predictions[f"test{node.id}"] = np.asarray(prediction)
-        nodes.append({"id": node.id, "trainer": node.candidate.trainer, "score": node.score,
-                      "folds": list(node.evidence.fold_values), "members": list(node.members),
-                      "held": held(dataset, answers, prediction)})
+        nodes.append({"id": node.id, "score": node.score, "folds": list(node.evidence.fold_values),
+                      "members": list(node.members), "held": held(dataset, answers, prediction)})
     best = journal.best()
     (root / f"{name}-{seed}.json").write_text(json.dumps({
         "task": name, "seed": seed, "greater_is_better": dataset.metric_info.greater_is_better,
@@ -95,7 +94,7 @@ def beats(node: dict, incumbent: dict, z: float, sign: float) -> bool:
     return differences.mean() > z * differences.std(ddof=1) / math.sqrt(len(differences))
 
 
-def choices(name: str, seed: int, root: Path) -> dict[str, float]:
+def choices(name: str, seed: int, root: Path) -> dict:
     """Step 2: each rule's held-back score on one measured run."""
     run = json.loads((root / f"{name}-{seed}.json").read_text())
     sign = 1.0 if run["greater_is_better"] else -1.0
