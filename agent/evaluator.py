@@ -42,6 +42,7 @@ from agent.engine.fit import (
     FoldCache,
     FoldGate,
     FoldStore,
+    Pace,
     check_folds,
     cross_fit,
     cross_validate,
@@ -180,7 +181,7 @@ class Evaluator:
         store = self.fold_cache.store(key) if key is not None and self.fold_cache is not None else None
         outcome = self.executor.run(_evaluation_job, spec, self.executor.share(dataset), self._trainers_for(spec),
                                     self.step_ops, self.random_state, predict_test, store, inspection is None, gate,
-                                    limits=Limits(time_limit, self.memory_limit))
+                                    time_limit, limits=Limits(time_limit, self.memory_limit))
         if self.fold_cache is not None:
             self.fold_cache.prune()
         rows = len(dataset.y)
@@ -191,7 +192,14 @@ class Evaluator:
         if not outcome.ok:
             return Evidence(outcome.status, error=outcome.error, ignored_files=dataset.ignored_files,
                             elapsed=outcome.elapsed, rows=rows)
-        values, predictions, test_prediction, rounds, seconds, inspected = outcome.value
+        values, predictions, test_prediction, rounds, seconds, inspected, projected = outcome.value
+        if projected:
+            return Evidence(OVER_TIME, fold_values=tuple(values),
+                            error=f"over time: stopped after {len(values)} of {spec.validation.n_splits} folds "
+                                  f"({outcome.elapsed:.1f} s), which project about {projected:.1f} s for all, over "
+                                  f"its time cap of {max(time_limit, 0.0):.1f} s", ignored_files=dataset.ignored_files,
+                            elapsed=outcome.elapsed, rows=rows, folds=spec.validation.n_splits,
+                            projected_seconds=projected)
         if inspection is None:
             inspection = inspected
             if key is not None and len(self._inspections) < INSPECTIONS_KEPT:
@@ -260,16 +268,21 @@ class Evaluator:
 
 
 def _evaluation_job(spec, dataset, trainers, step_ops, random_state, predict_test, store: FoldStore | None,
-                    inspect: bool, gate: FoldGate | None):
+                    inspect: bool, gate: FoldGate | None, time_limit: float):
     """In the candidate's process: CV scores, out-of-fold (and averaged test) predictions, the trees early stopping
     kept and each fold's fit seconds (each fold's preprocessing from `store` when an earlier node fitted it), then
-    the leakage and data-usage inspection unless an earlier node with the same preprocessing had it (None)."""
+    the leakage and data-usage inspection unless an earlier node with the same preprocessing had it (None); and, for
+    a CV its folds showed cannot finish within `time_limit` (stopped there, not inspected), its projected seconds
+    (0 otherwise)."""
+    started = time.perf_counter()
     pipeline = compile_spec(spec, dataset.compile_context(random_state), trainers, step_ops)
+    pace = Pace(time_limit - (time.perf_counter() - started))
     fitted = cross_fit(pipeline, dataset, spec, predict_test=predict_test and dataset.X_test is not None,
-                       preprocessed=store, gate=gate)
-    inspection = inspect_candidate(spec, dataset, trainers, step_ops, random_state) if inspect else None
+                       preprocessed=store, gate=gate, pace=pace)
+    inspection = (inspect_candidate(spec, dataset, trainers, step_ops, random_state)
+                  if inspect and not pace.projected else None)
     return (fold_values(fitted, dataset), fitted.predictions, fitted.test_prediction, fitted.stopped_rounds,
-            fitted.fit_seconds, inspection)
+            fitted.fit_seconds, inspection, pace.projected)
 
 
 def _fold_models_job(spec, dataset, trainers, step_ops, random_state):

@@ -94,6 +94,17 @@ class HangingEstimator(_Estimator):
         time.sleep(3600)
 
 
+class SlowEstimator(_Estimator):
+    """Each fit takes `seconds`: a model whose CV's time is known fold by fold."""
+
+    def __init__(self, seconds: float = 1.0):
+        self.seconds = seconds
+
+    def fit(self, X, y):
+        time.sleep(self.seconds)
+        return super().fit(X, y)
+
+
 class MemoryHogEstimator(_Estimator):
     def fit(self, X, y):
         self.hoard_ = np.ones(8 * 1024**3 // 8)  # 8 GiB, far over the test's memory limit
@@ -118,6 +129,7 @@ def trainer_of(estimator_class):
 BROKEN_TRAINERS = {
     "crashes": trainer_of(CrashingEstimator),
     "hangs": trainer_of(HangingEstimator),
+    "slow": lambda params, task_type, random_state: SlowEstimator(**params),
     "hogs_memory": trainer_of(MemoryHogEstimator),
     "dies": trainer_of(DyingEstimator),
     "scores_nan": trainer_of(NanEstimator),

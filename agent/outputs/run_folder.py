@@ -63,8 +63,9 @@ def trace_line(node: Node, journal: Journal, llm: Mapping[str, Any] | None = Non
         # The data its CV score comes from: every training row ("full") or the exploration sample ("sample").
         "scored_on": node.scored_on, "scored_rows": node.scored_rows,
         "exploration": node.exploration.to_dict() if node.exploration is not None else None,
-        # Its fidelity: the CV folds scored, of the run's; fewer when multi-fidelity CV stopped it early.
-        "folds_scored": node.folds_scored, "folds": node.folds,
+        # Its fidelity: the CV folds scored, of the run's; fewer when multi-fidelity CV stopped it early, or when its
+        # first folds projected its whole CV over its time cap (then that projection, in seconds).
+        "folds_scored": node.folds_scored, "folds": node.folds, "projected_seconds": node.projected_seconds,
         # What the proposer asked for, when the search ran it sized to its time cap (a higher learning rate).
         "proposed": node.proposed.to_dict() if node.proposed is not None else None,
         **extra,

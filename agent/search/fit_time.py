@@ -167,7 +167,8 @@ class DraftTimes:
     def table_factor(self, journal: Journal, family: str) -> float:
         """How much longer than the model expects this table's drafts take: the geometric mean of measured /
         expected over the drafts that finished every fold (those of `family` when there are any), and at least
-        what a draft of `family` that ran over its cap shows (its seconds are a lower bound); 1 before any ran."""
+        what a draft of `family` that ran over its cap shows (its seconds are a lower bound, or what its first folds
+        projected when its pace stopped it); 1 before any ran."""
         finished, bounds = [], []
         for node in journal:
             trainer = node.candidate.trainer
@@ -263,7 +264,7 @@ def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: 
 def change_factor(journal: Journal, parent: Node, candidate: SolutionCandidate) -> float:
     """How much longer than `change_seconds` expects the same change (the same parameters, steps and target, of the
     same model family) took on this table's other nodes: the geometric mean of measured / expected where it ran
-    every fold, and at least what it shows where it ran over its cap (its seconds are a lower bound); 1 where it
+    every fold, and at least what it shows where it ran over its cap (its seconds, or its pace's projection); 1 where it
     has not run. Only the same change counts: the parent's own CV already holds what this table costs, and deeper
     trees that took twice their estimate say nothing of a stronger L2."""
     finished, bounds = [], []

@@ -86,6 +86,9 @@ class Node:
     # before): fewer when multi-fidelity CV stopped it early.
     folds_scored: int = 0
     folds: int = 0
+    # Over time on its pace, stopped after its first folds: the seconds its whole CV would have taken, as they
+    # projected (Evidence.projected_seconds; 0: not stopped so).
+    projected_seconds: float = 0.0
     # What the proposer asked for, when the search ran it sized to its time cap instead (a higher learning rate,
     # agent.search.fit_time.size_change): a proposer that asks for it again finds it in the journal (Journal.has).
     proposed: SolutionCandidate | None = None
@@ -116,8 +119,8 @@ class Node:
     @property
     def first_cv_seconds(self) -> float:
         """The seconds of the node's first CV (on the exploration sample, when it was explored first): what a new
-        node on the same rows must get through."""
-        return self.exploration.elapsed if self.exploration is not None else self.elapsed
+        node on the same rows must get through; for a CV stopped on its pace, what its whole CV would have taken."""
+        return self.exploration.elapsed if self.exploration is not None else max(self.elapsed, self.projected_seconds)
 
     @property
     def skipped(self) -> bool:
@@ -138,7 +141,7 @@ class Node:
             "scored_on": self.scored_on, "scored_rows": self.scored_rows,
             "exploration": self.exploration.to_dict() if self.exploration is not None else None,
             "folds_scored": self.folds_scored, "folds": self.folds,
-            "stopped_early": self.status == STOPPED_EARLY,
+            "stopped_early": self.status == STOPPED_EARLY, "projected_seconds": round(self.projected_seconds, 3),
             "proposed": self.proposed.to_dict() if self.proposed is not None else None,
         }
 
@@ -159,6 +162,7 @@ class Node:
             scored_on=data.get("scored_on", FULL), scored_rows=int(data.get("scored_rows") or 0),
             exploration=Exploration.from_dict(data["exploration"]) if data.get("exploration") else None,
             folds_scored=int(data.get("folds_scored") or 0), folds=int(data.get("folds") or 0),
+            projected_seconds=float(data.get("projected_seconds") or 0.0),
             proposed=SolutionCandidate.from_dict(data["proposed"]) if data.get("proposed") else None,
         )
 

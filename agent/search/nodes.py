@@ -68,7 +68,8 @@ class Evaluated:
             debug_depth=debug_depth, elapsed=evidence.elapsed, started=started, members=self.members,
             failure=verdict.failure, findings=verdict.findings, scored_on=self.scored_on,
             scored_rows=evidence.rows or rows, exploration=self.exploration, folds_scored=len(evidence.fold_values),
-            folds=evidence.folds or self.spec.validation.n_splits, proposed=self.proposed, evidence=evidence,
+            folds=evidence.folds or self.spec.validation.n_splits, projected_seconds=evidence.projected_seconds,
+            proposed=self.proposed, evidence=evidence,
             verdict=verdict,
         )
 

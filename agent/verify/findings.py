@@ -120,6 +120,9 @@ class Evidence:
     # The number of trees each early-stopping model kept, by its path in the model (runtime.CrossFit.stopped_rounds).
     stopped_rounds: Mapping[str, float] = field(default_factory=dict)
     folds: int = 0  # the CV's folds; fold_values holds fewer when a FoldGate stopped it early (0: not known)
+    # Over time on its pace (agent.engine.fit.Pace): the seconds its whole CV would have taken, as its first folds
+    # projected (0: not stopped so).
+    projected_seconds: float = 0.0
 
     @property
     def stopped_early(self) -> bool:
