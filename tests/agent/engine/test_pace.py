@@ -19,17 +19,10 @@ from agent.evaluator import Evaluator
 from agent.search.journal import OVER_TIME
 from agent.search.nodes import Evaluated
 from agent.verify.verifier import DeterministicVerifier
-from retrieval.profile import profile_task
-from tests.agent_fixtures import BROKEN_TRAINERS, rdatasets_task
+from tests.agent_fixtures import BROKEN_TRAINERS
 
 TRAINERS = trainer_registry()
 VALIDATION = ValidationSpec(n_splits=5, seed=0)
-
-
-@pytest.fixture(scope="module")
-def credit(tmp_path_factory) -> Dataset:
-    built = rdatasets_task("credit", tmp_path_factory.mktemp("credit") / "credit", max_rows=1500)
-    return Dataset.from_profile(profile_task(built.task_dir))
 
 
 def forest(dataset: Dataset, pace: Pace | None = None):
