@@ -77,8 +77,11 @@ def cross_fit(pipeline: Pipeline, dataset: Dataset, spec: SolutionSpec, *, predi
     with `preprocessed`, each fold's fitted preprocessing read from (or saved to) a fold cache; with `pace`, stopped
     after the first fold from which its whole CV cannot finish within the pace's seconds (checked first); with
     `gate`, stopped after the first fold on which it can no longer beat the gate's bar."""
-    watchers = [watch for watch in (pace.watch(spec.validation.n_splits) if pace is not None else None,
-                                    gate.watch(dataset) if gate is not None else None) if watch is not None]
+    watchers = []
+    if pace is not None:
+        watchers.append(pace.watch(spec.validation.n_splits))
+    if gate is not None:
+        watchers.append(gate.watch(dataset))
     return runtime.cross_fit(
         pipeline, dataset.X, dataset.y, needs_proba=dataset.metric_info.needs_proba,
         classification=dataset.classification, n_splits=spec.validation.n_splits, seed=spec.validation.seed,
