@@ -1,7 +1,8 @@
 """What the search does next, decided from the journal alone (AutoMind section 3.2, after AIDE).
 
 `SearchPolicy.next_action`:
-  1. draft until `num_drafts` drafts exist;
+  1. draft until `num_drafts` drafts exist, and once more each time `stall_improvements` improvements in a row (since
+     the last draft) found no new best, while the proposer has drafts left;
   2. with probability `debug_prob`, debug a random buggy leaf whose debug depth is below
      `max_debug_depth` (a buggy node created at that depth is dead: never debugged again);
   3. otherwise improve: with probability `greedy_prob` the best verified node, else a random verified one (on a
@@ -12,10 +13,11 @@ Every random choice draws from the `random.Random(seed)` the search passes in, s
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
-from agent.search.journal import DEBUG, DRAFT, IMPROVE, Journal, Node
+from agent.search.journal import DEBUG, DRAFT, EXPLORED, IMPROVE, VALID, Journal, Node
 from agent.settings import SearchSettings
 
 
@@ -27,9 +29,14 @@ class SearchPolicy:
         return [node for node in journal.buggy_leaves
                 if node.debug_depth < self.settings.max_debug_depth and node.id not in journal.exhausted]
 
+    def stalled(self, journal: Journal) -> bool:
+        """Whether the improvements since the last draft have run `stall_improvements` in a row without a new best."""
+        stall = self.settings.stall_improvements
+        return stall is not None and improvements_without_progress(journal) >= stall
+
     def next_action(self, journal: Journal, rng: random.Random) -> tuple[str, Node | None]:
         """(action, the node to act on); the node is None for a draft."""
-        if len(journal.draft_nodes) < self.settings.num_drafts:
+        if len(journal.draft_nodes) < self.settings.num_drafts or self.stalled(journal):
             return DRAFT, None
         debuggable = self.debuggable(journal)
         if debuggable and rng.random() < self.settings.debug_prob:
@@ -43,3 +50,18 @@ class SearchPolicy:
         if debuggable:
             return DEBUG, rng.choice(debuggable)
         return DRAFT, None
+
+
+def improvements_without_progress(journal: Journal) -> int:
+    """The improvements appended (or pending) since the last draft and since the last improvement that beat every
+    node verified before it on the same rows (every row, or the exploration sample)."""
+    best = {VALID: -math.inf, EXPLORED: -math.inf}
+    count = 0
+    for node in journal:
+        if node.action == DRAFT:
+            count = 0
+        elif node.action == IMPROVE:
+            count = 0 if node.verified and node.score > best[node.status] else count + 1
+        if node.verified:
+            best[node.status] = max(best[node.status], node.score)
+    return count

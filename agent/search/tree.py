@@ -47,7 +47,7 @@ from agent.search.fit_time import (
 )
 from agent.search.journal import DEBUG, DRAFT, FULL, IMPROVE, SAMPLE, VALID, Journal, Node
 from agent.search.nodes import Evaluated
-from agent.search.policy import SearchPolicy
+from agent.search.policy import SearchPolicy, improvements_without_progress
 from agent.search.protocols import FREE_CODE, Proposal, TreeEvaluator, TreeProposer
 from agent.settings import SolveSettings
 from agent.verify.findings import OVER_TIME, Evidence
@@ -233,6 +233,10 @@ class TreeSearch:
                     self.policy = replace(self.policy,
                                           settings=replace(self.policy.settings, num_drafts=len(view.draft_nodes)))
                     continue
+                if self.policy.stalled(view):  # none left to interleave either: improve on
+                    self.policy = replace(self.policy,
+                                          settings=replace(self.policy.settings, stall_improvements=None))
+                    continue
                 if running or batch:
                     break
                 self.stop_reason = ("the proposer has nothing more to try" if not self.passed_over else
@@ -241,6 +245,9 @@ class TreeSearch:
                 break
             if not drafting:
                 self.steps += 1
+            if action == DRAFT and not drafting and self.policy.stalled(view):
+                proposal = replace(proposal, plan=f"{proposal.plan} (after {improvements_without_progress(view)} "
+                                                  "improvements in a row without a new best)")
             batch.append(Drawn(proposal, action, target))
             view = with_pending(view, batch[-1])
         return batch

@@ -24,7 +24,7 @@ from agent.knowledge.proposer import BLEND_OPS
 from agent.search.blending import BLEND_CANDIDATES, blend_candidates
 from agent.search.builtin import BuiltinTreeProposer
 from agent.search.journal import BUGGY, DEAD, DEBUG, DRAFT, IMPROVE, OVER_TIME, VALID, Journal, Node
-from agent.search.policy import SearchPolicy
+from agent.search.policy import SearchPolicy, improvements_without_progress
 from agent.search.protocols import Proposal, TreeProposer, WrappingProposer
 from agent.search.repair import Failure, diagnose
 from agent.settings import SearchSettings, SolveSettings
@@ -123,6 +123,42 @@ def test_policy_is_deterministic_for_a_seed():
     assert simulate(5) == simulate(5)
     assert simulate(5) != simulate(6)
     assert [action for action, _, _ in simulate(5)[:3]] == [DRAFT] * 3
+
+
+def test_a_stall_of_improvements_without_a_new_best_asks_for_another_draft():
+    journal = Journal([node(0, score=0.6), node(1, score=0.8)])
+    for _ in range(2):
+        journal.append(node(len(journal), 1, IMPROVE, score=0.7))
+    journal.append(node(len(journal), 1, IMPROVE, status=BUGGY))
+    stalling = policy(debug_prob=0.0, greedy_prob=1.0, stall_improvements=4)
+    assert stalling.next_action(journal, random.Random(0)) == (IMPROVE, journal[1])  # 3 in a row so far
+    journal.append(node(len(journal), 0, IMPROVE, score=0.75))  # beats its parent, not the best
+    assert stalling.next_action(journal, random.Random(0)) == (DRAFT, None)
+    assert policy(debug_prob=0.0, greedy_prob=1.0, stall_improvements=None).next_action(
+        journal, random.Random(0)) == (IMPROVE, journal[1])
+    journal.append(node(len(journal)))  # the draft: the count starts again
+    assert stalling.next_action(journal, random.Random(0))[0] == IMPROVE
+    for _ in range(3):
+        journal.append(node(len(journal), 1, IMPROVE, score=0.7))
+    journal.append(node(len(journal), 1, IMPROVE, score=0.85))  # a new best: the count starts again
+    assert stalling.next_action(journal, random.Random(0)) == (IMPROVE, journal[-1])
+
+
+def test_a_stalled_search_drafts_the_families_left_and_improves_on_once_none_is(attrition):
+    _, profile, dataset = attrition
+    proposer = BuiltinTreeProposer(families=("lightgbm", "random_forest", "linear"))
+    settings = SearchSettings(num_drafts=1, steps=30, time_budget=None, stall_improvements=3, greedy_prob=1.0)
+    journal = tree_search(proposer, profile, dataset, SolveSettings(settings, cv=3)).run().journal
+    singles = [n for n in journal if not n.members]
+    drafts = [n for n in singles if n.action == DRAFT]
+    assert [n.candidate.trainer for n in drafts] == ["lightgbm", "random_forest", "linear"]
+    for draft in drafts[1:]:  # each after 3 improvements in a row that found no new best, and saying so
+        before = Journal(journal.nodes[:draft.id])
+        assert improvements_without_progress(before) >= 3
+        assert draft.plan.endswith(f"(after {improvements_without_progress(before)} improvements in a row "
+                                   "without a new best)")
+    # with no family left the search went on improving up to its steps, not stopping on the missing draft
+    assert len(singles) == 1 + 30 and singles[-1].action != DRAFT
 
 
 # ---------------------------------------------------------------------------------------------- journal
