@@ -2,7 +2,7 @@
 
 `SearchPolicy.next_action`:
   1. draft until `num_drafts` drafts exist, and once more each time `stall_improvements` improvements in a row (since
-     the last draft) found no new best, while the proposer has drafts left;
+     the last draft that ran) found no new best, while the proposer has drafts left;
   2. with probability `debug_prob`, debug a random buggy leaf whose debug depth is below
      `max_debug_depth` (a buggy node created at that depth is dead: never debugged again);
   3. otherwise improve: with probability `greedy_prob` the best verified node, else a random verified one (on a
@@ -30,7 +30,8 @@ class SearchPolicy:
                 if node.debug_depth < self.settings.max_debug_depth and node.id not in journal.exhausted]
 
     def stalled(self, journal: Journal) -> bool:
-        """Whether the improvements since the last draft have run `stall_improvements` in a row without a new best."""
+        """Whether the improvements since the last draft that ran have gone `stall_improvements` in a row without a new
+        best."""
         stall = self.settings.stall_improvements
         return stall is not None and improvements_without_progress(journal) >= stall
 
@@ -53,12 +54,13 @@ class SearchPolicy:
 
 
 def improvements_without_progress(journal: Journal) -> int:
-    """The improvements appended (or pending) since the last draft and since the last improvement that beat every
-    node verified before it on the same rows (every row, or the exploration sample)."""
+    """The improvements appended (or pending) since the last draft that ran and since the last improvement that beat
+    every node verified before it on the same rows (every row, or the exploration sample). A draft skipped before it
+    ran (its fit-time estimate over its cap) tried nothing, so the next step drafts again."""
     best = {VALID: -math.inf, EXPLORED: -math.inf}
     count = 0
     for node in journal:
-        if node.action == DRAFT:
+        if node.action == DRAFT and not node.skipped:
             count = 0
         elif node.action == IMPROVE:
             count = 0 if node.verified and node.score > best[node.status] else count + 1

@@ -136,7 +136,9 @@ def test_a_stall_of_improvements_without_a_new_best_asks_for_another_draft():
     assert stalling.next_action(journal, random.Random(0)) == (DRAFT, None)
     assert policy(debug_prob=0.0, greedy_prob=1.0, stall_improvements=None).next_action(
         journal, random.Random(0)) == (IMPROVE, journal[1])
-    journal.append(node(len(journal)))  # the draft: the count starts again
+    journal.append(node(len(journal), status=OVER_TIME))  # a draft skipped before it ran tried nothing
+    assert stalling.next_action(journal, random.Random(0)) == (DRAFT, None)
+    journal.append(node(len(journal)))  # a draft that ran: the count starts again
     assert stalling.next_action(journal, random.Random(0))[0] == IMPROVE
     for _ in range(3):
         journal.append(node(len(journal), 1, IMPROVE, score=0.7))
