@@ -220,6 +220,7 @@ class TreeSearch:
                 self.stop_reason = f"reached steps={self.settings.search.steps} after {len(view.draft_nodes)} drafts"
                 break
             action, target = self.policy.next_action(view, self.rng)
+            stall_draft = action == DRAFT and not drafting and self.policy.stalled(view)
             if action == IMPROVE and target is not None and not self._may_finish(target, search_deadline):
                 self.journal.mark_exhausted(target)  # less time is left than it took: none of its changes would finish
                 self.passed_over += 1
@@ -233,7 +234,7 @@ class TreeSearch:
                     self.policy = replace(self.policy,
                                           settings=replace(self.policy.settings, num_drafts=len(view.draft_nodes)))
                     continue
-                if self.policy.stalled(view):  # none left to interleave either: improve on
+                if stall_draft:  # none left to interleave either: improve on
                     self.policy = replace(self.policy,
                                           settings=replace(self.policy.settings, stall_improvements=None))
                     continue
@@ -245,7 +246,7 @@ class TreeSearch:
                 break
             if not drafting:
                 self.steps += 1
-            if action == DRAFT and not drafting and self.policy.stalled(view):
+            if stall_draft:
                 proposal = replace(proposal, plan=f"{proposal.plan} (after {improvements_without_progress(view)} "
                                                   "improvements in a row without a new best)")
             batch.append(Drawn(proposal, action, target))
