@@ -27,6 +27,7 @@ VALID, BUGGY, DEAD = "valid", "buggy", "dead"
 # a node stopped at its time cap (OVER_TIME, its verdict's failure too: the budget's verdict rather than a bug), and
 # a node stopped after its first folds because it trailed the best there (STOPPED_EARLY: multi-fidelity CV).
 EXPLORED = "explored"
+PENDING = "pending"  # the status of a proposal drawn but not yet evaluated (agent.search.tree), never in a run's journal
 # The data a node's CV score comes from: every training row, or the exploration sample (agent.search.exploration).
 FULL, SAMPLE = "full", "sample"
 

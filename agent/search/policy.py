@@ -1,8 +1,9 @@
 """What the search does next, decided from the journal alone (AutoMind section 3.2, after AIDE).
 
 `SearchPolicy.next_action`:
-  1. draft until `num_drafts` drafts exist, and once more each time `stall_improvements` improvements in a row (since
-     the last draft that ran) found no new best, while the proposer has drafts left;
+  1. draft until `num_drafts` drafts exist, and once more each time the search stalls while the proposer has drafts
+     left: `stall_improvements` improvements in a row (since the last draft that ran) found no new best, or at least
+     one did and `stall_seconds` passed without one (where improvements are slow, ten of them are most of a budget);
   2. with probability `debug_prob`, debug a random buggy leaf whose debug depth is below
      `max_debug_depth` (a buggy node created at that depth is dead: never debugged again);
   3. otherwise improve: with probability `greedy_prob` the best verified node, else a random verified one (on a
@@ -17,7 +18,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from agent.search.journal import DEBUG, DRAFT, EXPLORED, IMPROVE, VALID, Journal, Node
+from agent.search.journal import DEBUG, DRAFT, EXPLORED, IMPROVE, PENDING, VALID, Journal, Node
 from agent.settings import SearchSettings
 
 
@@ -29,15 +30,20 @@ class SearchPolicy:
         return [node for node in journal.buggy_leaves
                 if node.debug_depth < self.settings.max_debug_depth and node.id not in journal.exhausted]
 
-    def stalled(self, journal: Journal) -> bool:
+    def stalled(self, journal: Journal, now: float | None = None) -> bool:
         """Whether the improvements since the last draft that ran have gone `stall_improvements` in a row without a new
-        best."""
-        stall = self.settings.stall_improvements
-        return stall is not None and improvements_without_progress(journal) >= stall
+        best, or, at `now` (seconds since the search started; None: by the count alone), at least one has and
+        `stall_seconds` passed since the last progress. None `stall_improvements`: never."""
+        stall, seconds = self.settings.stall_improvements, self.settings.stall_seconds
+        if stall is None:
+            return False
+        progress = since_progress(journal, now if now is not None else 0.0)
+        return progress.improvements >= stall or (
+            now is not None and seconds is not None and progress.improvements > 0 and now - progress.since >= seconds)
 
-    def next_action(self, journal: Journal, rng: random.Random) -> tuple[str, Node | None]:
-        """(action, the node to act on); the node is None for a draft."""
-        if len(journal.draft_nodes) < self.settings.num_drafts or self.stalled(journal):
+    def next_action(self, journal: Journal, rng: random.Random, now: float | None = None) -> tuple[str, Node | None]:
+        """(action, the node to act on); the node is None for a draft. `now`: seconds since the search started."""
+        if len(journal.draft_nodes) < self.settings.num_drafts or self.stalled(journal, now):
             return DRAFT, None
         debuggable = self.debuggable(journal)
         if debuggable and rng.random() < self.settings.debug_prob:
@@ -53,17 +59,30 @@ class SearchPolicy:
         return DRAFT, None
 
 
-def improvements_without_progress(journal: Journal) -> int:
-    """The improvements appended (or pending) since the last draft that ran and since the last improvement that beat
-    every node verified before it on the same rows (every row, or the exploration sample). A draft skipped before it
-    ran (its fit-time estimate over its cap) tried nothing, so the next step drafts again."""
+@dataclass(frozen=True)
+class Progress:
+    """Where a search stands since its last progress: the improvements appended (or pending) since, and when it was
+    made, in seconds since the search started."""
+
+    improvements: int
+    since: float
+
+
+def since_progress(journal: Journal, now: float) -> Progress:
+    """The search's last progress: the last draft that ran (from its start; a pending one's is `now`), or the last
+    improvement that beat every node verified before it on the same rows (every row, or the exploration sample; from
+    its end). A draft skipped before it ran (its fit-time estimate over its cap) tried nothing, so the next step
+    drafts again."""
     best = {VALID: -math.inf, EXPLORED: -math.inf}
-    count = 0
+    count, since = 0, 0.0
     for node in journal:
         if node.action == DRAFT and not node.skipped:
-            count = 0
+            count, since = 0, now if node.status == PENDING else node.started
         elif node.action == IMPROVE:
-            count = 0 if node.verified and node.score > best[node.status] else count + 1
+            if node.verified and node.score > best[node.status]:
+                count, since = 0, node.started + node.elapsed
+            else:
+                count += 1
         if node.verified:
             best[node.status] = max(best[node.status], node.score)
-    return count
+    return Progress(count, since)

@@ -45,16 +45,14 @@ from agent.search.fit_time import (
     change_factor,
     size_change,
 )
-from agent.search.journal import DEBUG, DRAFT, FULL, IMPROVE, SAMPLE, VALID, Journal, Node
+from agent.search.journal import DEBUG, DRAFT, FULL, IMPROVE, PENDING, SAMPLE, VALID, Journal, Node
 from agent.search.nodes import Evaluated
-from agent.search.policy import SearchPolicy, improvements_without_progress
+from agent.search.policy import SearchPolicy, since_progress
 from agent.search.protocols import FREE_CODE, Proposal, TreeEvaluator, TreeProposer
 from agent.settings import SolveSettings
 from agent.verify.findings import OVER_TIME, Evidence
 from agent.verify.verifier import DeterministicVerifier, Verifier
 from retrieval.profile import TaskProfile
-
-PENDING = "pending"  # the status of a proposal drawn but not yet evaluated (`with_pending`), never in a run's journal
 
 
 @dataclass(frozen=True, eq=False)
@@ -220,8 +218,9 @@ class TreeSearch:
             if not drafting and self.steps >= self.settings.search.steps:
                 self.stop_reason = f"reached steps={self.settings.search.steps} after {len(view.draft_nodes)} drafts"
                 break
-            action, target = self.policy.next_action(view, self.rng)
-            stall_draft = action == DRAFT and not drafting and self.policy.stalled(view)
+            now = time.monotonic() - self.started
+            action, target = self.policy.next_action(view, self.rng, now)
+            stall_draft = action == DRAFT and not drafting and self.policy.stalled(view, now)
             if action == IMPROVE and target is not None and not self._may_finish(target, search_deadline):
                 self.journal.mark_exhausted(target)  # less time is left than it took: none of its changes would finish
                 self.passed_over += 1
@@ -248,8 +247,9 @@ class TreeSearch:
             if not drafting:
                 self.steps += 1
             if stall_draft:
-                proposal = replace(proposal, plan=f"{proposal.plan} (after {improvements_without_progress(view)} "
-                                                  "improvements in a row without a new best)")
+                progress = since_progress(view, now)
+                proposal = replace(proposal, plan=f"{proposal.plan} (after {progress.improvements} improvements in a "
+                                                  f"row, {now - progress.since:.0f} s, without a new best)")
             batch.append(Drawn(proposal, action, target))
             view = with_pending(view, batch[-1])
         return batch

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import time
 from dataclasses import replace
 
@@ -23,8 +24,8 @@ from agent.execution.executors import LocalExecutor
 from agent.knowledge.proposer import BLEND_OPS
 from agent.search.blending import BLEND_CANDIDATES, blend_candidates
 from agent.search.builtin import BuiltinTreeProposer
-from agent.search.journal import BUGGY, DEAD, DEBUG, DRAFT, IMPROVE, OVER_TIME, VALID, Journal, Node
-from agent.search.policy import SearchPolicy, improvements_without_progress
+from agent.search.journal import BUGGY, DEAD, DEBUG, DRAFT, IMPROVE, OVER_TIME, PENDING, VALID, Journal, Node
+from agent.search.policy import SearchPolicy, since_progress
 from agent.search.protocols import Proposal, TreeProposer, WrappingProposer
 from agent.search.repair import Failure, diagnose
 from agent.settings import SearchSettings, SolveSettings
@@ -146,6 +147,30 @@ def test_a_stall_of_improvements_without_a_new_best_asks_for_another_draft():
     assert stalling.next_action(journal, random.Random(0)) == (IMPROVE, journal[-1])
 
 
+def test_where_improvements_are_slow_a_stall_comes_after_a_share_of_the_budget_without_a_new_best():
+    rng = random.Random(0)
+    stalling = policy(debug_prob=0.0, greedy_prob=1.0, stall_improvements=10, time_budget=100, stall_share=0.2)
+    assert stalling.settings.stall_seconds == 20
+    # Two drafts from 0 s, then one improvement of 16 s that found no new best.
+    journal = Journal([replace(node(0, score=0.6), elapsed=5.0), replace(node(1, score=0.8), elapsed=14.0),
+                       replace(node(2, 1, IMPROVE, score=0.7), started=14.0, elapsed=16.0)])
+    assert stalling.next_action(journal, rng, now=19.0) == (IMPROVE, journal[1])  # 19 s since the last draft began
+    assert stalling.next_action(journal, rng, now=21.0) == (DRAFT, None)
+    assert stalling.next_action(journal, rng) == (IMPROVE, journal[1])  # no clock: the count alone
+    assert policy(debug_prob=0.0, greedy_prob=1.0, stall_improvements=None, time_budget=100).next_action(
+        journal, rng, now=90.0) == (IMPROVE, journal[1])
+    # A new best ending at 40 s: the seconds count from its end, and only once an improvement since found none.
+    journal.append(replace(node(3, 1, IMPROVE, score=0.85), started=25.0, elapsed=15.0))
+    assert stalling.next_action(journal, rng, now=75.0) == (IMPROVE, journal[3])
+    journal.append(replace(node(4, 3, IMPROVE, score=0.8), started=40.0, elapsed=12.0))
+    assert stalling.next_action(journal, rng, now=59.0) == (IMPROVE, journal[3])
+    assert stalling.next_action(journal, rng, now=61.0) == (DRAFT, None)
+    # A draft under way (pending) is progress from now; a skipped one is none.
+    assert stalling.next_action(Journal([*journal.nodes, replace(node(5), status=PENDING)]), rng, now=61.0)[0] == IMPROVE
+    skipped = replace(node(5, status=OVER_TIME), elapsed=0.0, started=61.0)
+    assert skipped.skipped and stalling.next_action(Journal([*journal.nodes, skipped]), rng, now=61.0) == (DRAFT, None)
+
+
 def test_a_stalled_search_drafts_the_families_left_and_improves_on_once_none_is(attrition):
     _, profile, dataset = attrition
     proposer = BuiltinTreeProposer(families=("lightgbm", "random_forest", "linear"))
@@ -155,10 +180,10 @@ def test_a_stalled_search_drafts_the_families_left_and_improves_on_once_none_is(
     drafts = [n for n in singles if n.action == DRAFT]
     assert [n.candidate.trainer for n in drafts] == ["lightgbm", "random_forest", "linear"]
     for draft in drafts[1:]:  # each after 3 improvements in a row that found no new best, and saying so
-        before = Journal(journal.nodes[:draft.id])
-        assert improvements_without_progress(before) >= 3
-        assert draft.plan.endswith(f"(after {improvements_without_progress(before)} improvements in a row "
-                                   "without a new best)")
+        before = since_progress(Journal(journal.nodes[:draft.id]), draft.started)
+        assert before.improvements >= 3
+        assert re.search(rf"\(after {before.improvements} improvements in a row, \d+ s, without a new best\)$",
+                         draft.plan)
     # with no family left the search went on improving up to its steps, not stopping on the missing draft
     assert len(singles) == 1 + 30 and singles[-1].action != DRAFT
 
