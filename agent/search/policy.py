@@ -1,4 +1,5 @@
-"""What the search does next, decided from the journal alone (AutoMind section 3.2, after AIDE).
+"""What the search does next, decided from the journal and the seconds since the search started (AutoMind section
+3.2, after AIDE).
 
 `SearchPolicy.next_action`:
   1. draft until `num_drafts` drafts exist, and once more each time the search stalls while the proposer has drafts
