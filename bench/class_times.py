@@ -42,13 +42,13 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from agent.candidate import SolutionCandidate
+from agent.engine.dataset import Dataset
 from agent.engine.trainers import builtin_trainers, steps_for, trainer_facts
 from agent.evaluator import Evaluator
 from agent.search.fit_time import FIT_TIMES_FILE, FitTimeModel, TableShape
 from bench.agent_bench import RUNS
-from bench.change_times import measure_tables, table_bench_options, task_dataset
+from bench.change_times import measure_tables, table_bench_options, task_profile
 from bench.throughput_bench import REPO, code_stamp
-from retrieval.profile import profile_task
 
 SECTION = "## Multiclass drafts and the fit-time model (issue 25)"
 CAP_SECONDS = 45.0
@@ -75,11 +75,11 @@ def candidates(rows: int) -> list[tuple[str, SolutionCandidate]]:
 
 
 def measure(name: str, pool: Path, root: Path) -> list[dict]:
-    dataset = task_dataset(name, pool, root)
-    profile = profile_task(pool / name if (pool / name / "train.csv").is_file() else root / name)
+    profile = task_profile(name, pool, root)
+    dataset = Dataset.from_profile(profile)
     shape, model = TableShape.of(profile), FitTimeModel.bundled()
     rows = len(dataset.y)
-    classes = len(set(dataset.y.tolist())) if profile.task_type != "regression" else 0
+    classes = len(dataset.classes) if dataset.classification else 0
     evaluator, measured = Evaluator(cv=5, random_state=0), []
     for label, candidate in candidates(rows):
         _, evidence = evaluator.evaluate_candidate(candidate, dataset, time.monotonic() + CAP_SECONDS)
