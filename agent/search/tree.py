@@ -133,7 +133,7 @@ class TreeSearch:
         # How long a draft should take here (None: every draft runs on the rows the search is on, as drafted).
         fit_times = fit_times if fit_times is not None else FitTimeModel.bundled()
         shape = TableShape.of(profile)
-        outputs = len(dataset.classes) if dataset.task_type == "multiclass" else 1  # a multiclass model's per row
+        outputs = len(dataset.classes) if dataset.task_type == "multiclass" else 1  # the values predicted per row
         self.draft_times = DraftTimes(fit_times, shape.columns, shape.text, evaluator.validation.n_splits, outputs) \
             if fit_times is not None else None
         self.on_node = on_node
