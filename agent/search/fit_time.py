@@ -272,8 +272,8 @@ def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: 
 
 
 def change_factor(journal: Journal, parent: Node, candidate: SolutionCandidate) -> float:
-    """How much longer than `change_seconds` expects the same change (the same parameters, steps and target, of the
-    same model family) took on this table's other nodes: the geometric mean of measured / expected where it ran
+    """How much longer than `change_seconds` expects the same change (the same parameters set, and the same steps and
+    target where they differ from the parent's, of the same model family) took on this table's other nodes: the geometric mean of measured / expected where it ran
     every fold, and at least what it shows where it ran over its cap (its seconds, or its pace's projection); 1 where it
     has not run. Only the same change counts: the parent's own CV already holds what this table costs, and deeper
     trees that took twice their estimate say nothing of a stronger L2."""
@@ -295,10 +295,13 @@ def change_factor(journal: Journal, parent: Node, candidate: SolutionCandidate) 
 
 
 def _change(parent: Node, candidate: SolutionCandidate) -> tuple[Any, ...]:
-    """What a change does to its parent: the parameters it sets to other values, its steps and its target."""
+    """What a change does to its parent: the parameters it sets to other values, and its steps and its target where
+    they differ from the parent's (so that one loss set on parents with other encodings is one change)."""
     params = sorted((name, repr(value)) for name, value in candidate.params.items()
                     if parent.candidate.params.get(name) != value)
-    return tuple(params), candidate.steps, candidate.target_transform
+    steps = candidate.steps if candidate.steps != parent.candidate.steps else None
+    target = candidate.target_transform if candidate.target_transform != parent.candidate.target_transform else None
+    return tuple(params), steps, target
 
 
 def learns_slower(parent: Node, candidate: SolutionCandidate) -> bool:

@@ -147,6 +147,10 @@ def test_a_change_that_ran_over_time_makes_the_same_change_look_slower_and_no_ot
     assert change_factor(journal, parent, change) == pytest.approx(bound)
     other = _changed(parent, learning_rate=0.01)  # also slower, but another change
     assert change_factor(journal, parent, other) == 1.0
+    # The same parameters set on a parent with other steps are the same change (a loss on another encoding).
+    encoded = replace(parent, id=2, candidate=replace(parent.candidate, steps=parent.candidate.steps[:-1]))
+    assert encoded.candidate.steps != parent.candidate.steps
+    assert change_factor(journal, encoded, _changed(encoded, **CRAWL)) == pytest.approx(bound)
 
 
 def test_a_slower_change_that_ran_over_its_cap_is_proposed_once_more_and_never_runs_at_full_size_again(credit,
