@@ -275,8 +275,9 @@ def change_factor(journal: Journal, parent: Node, candidate: SolutionCandidate) 
     """How much longer than `change_seconds` expects the same change (the same parameters set, and the same steps and
     target where they differ from the parent's, of the same model family) took on this table's other nodes: the
     geometric mean of measured / expected where it ran every fold, and at least what it shows where it ran over its
-    cap (its seconds, or its pace's projection); 1 where it has not run. Only the same change counts: the parent's own CV already holds what this table costs, and deeper
-    trees that took twice their estimate say nothing of a stronger L2."""
+    cap (its seconds, or its pace's projection); 1 where it has not run. Only the same change counts: the parent's own
+    CV already holds what this table costs, and deeper trees that took twice their estimate say nothing of a stronger
+    L2."""
     finished, bounds = [], []
     change = _change(parent, candidate)
     for node in journal:
