@@ -43,7 +43,17 @@ from bench.agent_bench import PEER_PYTHON, REPO, RUNS, peer_command
 from bench.anytime_bench import AGENT_MAIN, within_limit
 from bench.results import write_section
 from bench.tasks import EVALUATION_TASKS, HEADROOM_CANDIDATES
-from bench.throughput_bench import code_stamp, evaluation_task, fmt, mean, run_key, score_ratio, scored_run, split
+from bench.throughput_bench import (
+    code_stamp,
+    evaluation_task,
+    fmt,
+    load_runs,
+    mean,
+    run_key,
+    score_ratio,
+    scored_run,
+    split,
+)
 
 RESULTS = REPO / "bench" / "RESULTS.md"
 RUNS_FILE = RUNS / "experience.json"
@@ -105,10 +115,6 @@ def run_once(name: str, budget: float, arm: str, seed: int, root: Path, kb_home:
 
 
 # -- the results -----------------------------------------------------------------------------------------------------
-
-def load_runs(path: Path = RUNS_FILE) -> dict[str, dict]:
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-
 
 def reached(run: dict, target: float) -> tuple[float, int] | None:
     """When (search seconds) and at which node an agent run first had a node verified on full CV scoring at least
