@@ -167,7 +167,7 @@ def _loss_for_metric(candidate: SolutionCandidate, params: Mapping[str, Any], pl
                         f"use one of {', '.join(_LOSSES[loss])}")
     kept = dict(candidate.params)
     if candidate.trainer == "linear":
-        kept.pop("alpha", None)  # ridge's L2 strength means something else to QuantileRegressor
+        kept.pop("alpha", None)  # ridge's L2 strength was weighed against squared errors: the L1 fit starts afresh
     params = {**kept, **changes}
     return candidate if params == dict(candidate.params) else replace(candidate, params=params)
 

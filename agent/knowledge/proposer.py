@@ -32,6 +32,7 @@ from agent.search.builtin import (
     ChangeOrder,
     describe_score,
     drafted_families,
+    may_draft,
     sized_note,
     target_note,
     with_text_features,
@@ -205,7 +206,7 @@ class KnowledgeTreeProposer(TreeProposer):
             text_note = ""
             if not {o.recipe.op for o, _ in used} & set(TEXT_OPS):  # the built-in drafts' text features, as in no-KB
                 candidate, text_note = with_text_features(candidate, profile)
-            if journal.has(candidate_key(candidate, self.trainers), self.trainers):
+            if not may_draft(journal, candidate, self.trainers):
                 continue
             name, why = family.replace("_", " "), f" {sized_note(candidate, profile)}{target_note(candidate)}{text_note}"
             if not used:

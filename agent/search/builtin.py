@@ -27,7 +27,7 @@ from agent.engine.trainers import (
     trainer_registry,
 )
 from agent.search.fit_time import learns_slower
-from agent.search.journal import OVER_TIME, Journal, Node, candidate_key
+from agent.search.journal import DRAFT, OVER_TIME, Journal, Node, candidate_key
 from agent.search.protocols import Proposal, TreeProposer
 from agent.search.repair import ENCODERS, diagnose
 from agent.search.tuning import DEFAULT_TRIALS, Tuner
@@ -88,6 +88,18 @@ def _may_retry(node: Node, candidate: SolutionCandidate, tries: list[Node]) -> b
     return tried.parent_id == node.id and tried.status == OVER_TIME and not tried.skipped and tried.proposed is None
 
 
+def may_draft(journal: Journal, candidate: SolutionCandidate, trainers: Mapping[str, Trainer]) -> bool:
+    """Whether `candidate` may be drafted: it is not in the journal, or it is once, as a draft that ran over its cap
+    as proposed. The search then sizes it from that overrun (agent.search.fit_time.DraftTimes.size: the table's
+    factor is at least what the overrun showed), at a faster learning rate or with fewer trees, or skips it."""
+    tries = journal.tries(candidate_key(candidate, trainers), trainers)
+    if not tries:
+        return True
+    tried = tries[0]
+    return (len(tries) == 1 and tried.action == DRAFT and tried.status == OVER_TIME and not tried.skipped
+            and tried.proposed is None)
+
+
 def describe_score(node: Node, profile: TaskProfile) -> str:
     return f"CV {profile.metric}={node.metric:.4f}" if node.metric is not None else "no CV score"
 
@@ -121,7 +133,7 @@ class BuiltinTreeProposer(TreeProposer):
             if family in drafted:
                 continue
             candidate, text_note = with_text_features(self.base_candidate(family, profile), profile)
-            if journal.has(candidate_key(candidate, self.trainers), self.trainers):
+            if not may_draft(journal, candidate, self.trainers):
                 continue
             return Proposal(candidate, f"draft: {family.replace('_', ' ')} {sized_note(candidate, profile)}"
                                        f"{target_note(candidate)}{text_note} — a model family no other draft uses")

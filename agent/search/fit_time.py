@@ -9,8 +9,9 @@ table's size, 5-fold CV, early stopping as drafted) and ships it as data/fit_tim
 
 A table's own cost differs from the pool's (its kinds of columns, its categories' levels): `table_factor` reads the
 drafts this search has run, and scales the model's estimate by what they took against what it expected. The search
-(agent.search.tree) uses the estimate to explore a table on a sample that its drafts fit in, and to skip a draft that
-could not finish within its cap on the rows it would be scored on. A node time measured on another table (a case
+(agent.search.tree) uses the estimate to explore a table on a sample that its drafts fit in, and to resize a draft
+that could not finish within its cap on the rows it would be scored on (`DraftTimes.size`: a faster learning rate,
+fewer trees), or skip it. A node time measured on another table (a case
 library's or an experience pack's) is carried to this one by the same model (`carry_seconds`).
 
 An improvement is sized from its parent's own CV instead (`size_change`): the parent's seconds scaled by the seed bag
@@ -44,6 +45,11 @@ FIT_SHARE = 0.5
 # different rounds for the same trees (bench/patience.py: 65 over 24 LightGBM and XGBoost CVs of development and pool
 # tables; CatBoost's was not measured, its patience being fixed).
 FIXED_ROUNDS = 65.0
+# The fastest a draft too slow for its cap may learn: XGBoost's own default rate. Past it a GBDT's few large steps
+# fit worse than a cheaper family would.
+MAX_DRAFT_RATE = 0.3
+# The fewest trees a forest draft too slow for its cap may keep: below it, its CV score moves with the seed.
+MIN_DRAFT_TREES = 50
 
 
 @dataclass(frozen=True)
@@ -174,6 +180,27 @@ class DraftTimes:
         return self.model.rows_within(family, seconds / self.table_factor(journal, family), self.columns, self.text,
                                       self.folds, _bag(candidate), self.outputs)
 
+    def size(self, candidate: SolutionCandidate, rows: int, seconds: float, journal: Journal) -> Sized | None:
+        """A draft sized to the `seconds` it may take on `rows` rows: as proposed when its estimate fits in them;
+        else, so that it should fit in FIT_SHARE of them (the estimate's error), a GBDT at a higher learning rate up
+        to MAX_DRAFT_RATE with its rounds capped alike, or a forest with fewer trees down to MIN_DRAFT_TREES; else
+        nothing (over time before it runs). A draft that would be skipped at full size still gives its family a
+        score (on a table 3× slower than the model, every GBDT draft of a 60 s search ran over its cap or was
+        skipped, and the search went on with a linear model alone). None for a family the model does not know."""
+        expected = self.expected(candidate, rows, journal)
+        if expected is None:
+            return None
+        if expected <= seconds:
+            return Sized(candidate)
+        factor = self.table_factor(journal, candidate.trainer)
+        measured = f", {factor:.2f}× the fit-time model as this table's drafts measured" if factor != 1.0 else ""
+        over = f"about {expected:.1f} s expected on {rows:,} rows{measured}, over the {max(seconds, 0.0):.1f} s it may take"
+        faster = _faster(candidate, expected / (FIT_SHARE * seconds)) if seconds > 0 else None
+        if faster is None:
+            return Sized(None, f"over time before it ran: {over}")
+        params, changed = faster
+        return Sized(replace(candidate, params=params), f"{changed}: as proposed, {over}")
+
     def table_factor(self, journal: Journal, family: str) -> float:
         """How much longer than the model expects this table's drafts take: the geometric mean of measured /
         expected over the drafts that finished every fold (those of `family` when there are any), and at least
@@ -202,6 +229,30 @@ def _correction(ratios: list[float], bounds: list[float]) -> float:
     return max([factor, *bounds])
 
 
+def _faster(candidate: SolutionCandidate, speedup: float) -> tuple[dict[str, Any], str] | None:
+    """The draft's parameters made `speedup` times faster, and what changed in words: a GBDT's learning rate raised
+    and its rounds cap lowered by that factor (it keeps about that many times fewer trees), a forest's trees cut by
+    it; None when that takes a GBDT past MAX_DRAFT_RATE or a forest below MIN_DRAFT_TREES, or the family has
+    neither."""
+    facts = trainer_facts(candidate.trainer)
+    if facts.rounds_param is None:
+        return None
+    rounds = int(candidate.params.get(facts.rounds_param) or facts.default_rounds or 0)
+    fewer = int(rounds / speedup)
+    if facts.learning_rate_param is None:
+        if fewer < MIN_DRAFT_TREES:
+            return None
+        return ({**candidate.params, facts.rounds_param: fewer},
+                f"with {fewer} {facts.rounds_param} instead of {rounds}")
+    rate = _rate(candidate)
+    faster = _round_up(rate * speedup)
+    if faster > MAX_DRAFT_RATE or fewer < 1:
+        return None
+    return ({**candidate.params, facts.learning_rate_param: faster, facts.rounds_param: fewer},
+            f"at {facts.learning_rate_param}={faster:g} and at most {fewer} {facts.rounds_param} instead of {rate:g} "
+            f"and {rounds}")
+
+
 def _bag(candidate: SolutionCandidate) -> int:
     return int(candidate.params.get("seed_bag") or 1)
 
@@ -210,13 +261,12 @@ def _bag(candidate: SolutionCandidate) -> int:
 
 
 @dataclass(frozen=True)
-class SizedChange:
-    """An improvement sized to the seconds it may take, from its parent's CV on the same rows (`size_change`):
-    `candidate` is what to run (the change itself, or with the learning rate raised until it fits), None when no
-    rate the change allows fits; `note` says what was done, in words ("" when the change runs as proposed)."""
+class Sized:
+    """A node sized to the seconds it may take: an improvement from its parent's CV on the same rows (`size_change`),
+    a draft from the fit-time model (`DraftTimes.size`). `candidate` is what to run (as proposed, or resized until it
+    fits), None when nothing allowed fits; `note` says what was done, in words ("" when it runs as proposed)."""
 
     candidate: SolutionCandidate | None
-    expected: float  # the seconds the change as proposed should take
     note: str = ""
 
 
@@ -231,7 +281,7 @@ def change_seconds(parent: Node, candidate: SolutionCandidate, rows: int) -> flo
 
 
 def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: float, factor: float = 1.0,
-                rate_may_rise: bool = True) -> SizedChange | None:
+                rate_may_rise: bool = True) -> Sized | None:
     """The change of `parent` sized to the `seconds` it may take, its expected seconds multiplied by `factor` (how
     much longer the same change took than expected on this table's other nodes, `change_factor`). A change that
     learns slower than its parent, when `rate_may_rise`, must fit in FIT_SHARE of them: shallower or more
@@ -251,7 +301,7 @@ def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: 
     slower = learns_slower(parent, candidate)
     resizable = slower and rate_may_rise
     if expected <= (FIT_SHARE if resizable else 1.0) * seconds:
-        return SizedChange(candidate, expected)
+        return Sized(candidate)
     share = f"{FIT_SHARE:.0%} of " if resizable else ""
     over = f"about {expected:.1f} s expected from node {parent.id}'s CV, over {share}the {max(seconds, 0):.1f} s it may take"
     kept = pace.child_kept(candidate)
@@ -265,10 +315,10 @@ def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: 
             params = {**candidate.params, facts.learning_rate_param: min(_round_up(max(needed, rate)), parent_rate),
                       facts.rounds_param: min(int(_trained(candidate, None, pace.stopping)), cap)}
             sized = replace(candidate, params=params)
-            return SizedChange(sized, expected, f"at {facts.learning_rate_param}={params[facts.learning_rate_param]:g} "
+            return Sized(sized, f"at {facts.learning_rate_param}={params[facts.learning_rate_param]:g} "
                                                 f"and at most {params[facts.rounds_param]} {facts.rounds_param} "
                                                 f"instead of {rate:g}: as proposed, {over}")
-    return SizedChange(None, expected, f"over time before it ran: {over}")
+    return Sized(None, f"over time before it ran: {over}")
 
 
 def change_factor(journal: Journal, parent: Node, candidate: SolutionCandidate) -> float:

@@ -2,7 +2,7 @@
 3.2, after AIDE).
 
 `SearchPolicy.next_action`:
-  1. draft until `num_drafts` drafts exist, and once more each time the search stalls while the proposer has drafts
+  1. draft until `num_drafts` drafts drafted something (`drafted`: one over its time cap did not), and once more each time the search stalls while the proposer has drafts
      left: `stall_improvements` improvements in a row (since the last draft that ran) found no new best, or at least
      one did and `stall_seconds` passed without one (where improvements are slow, ten of them are most of a budget);
   2. with probability `debug_prob`, debug a random buggy leaf whose debug depth is below
@@ -19,7 +19,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from agent.search.journal import DEBUG, DRAFT, EXPLORED, IMPROVE, PENDING, VALID, Journal, Node
+from agent.search.journal import DEBUG, DRAFT, EXPLORED, IMPROVE, OVER_TIME, PENDING, VALID, Journal, Node
 from agent.settings import SearchSettings
 
 
@@ -44,7 +44,7 @@ class SearchPolicy:
 
     def next_action(self, journal: Journal, rng: random.Random, now: float | None = None) -> tuple[str, Node | None]:
         """(action, the node to act on); the node is None for a draft. `now`: seconds since the search started."""
-        if len(journal.draft_nodes) < self.settings.num_drafts or self.stalled(journal, now):
+        if drafted(journal) < self.settings.num_drafts or self.stalled(journal, now):
             return DRAFT, None
         debuggable = self.debuggable(journal)
         if debuggable and rng.random() < self.settings.debug_prob:
@@ -58,6 +58,14 @@ class SearchPolicy:
         if debuggable:
             return DEBUG, rng.choice(debuggable)
         return DRAFT, None
+
+
+def drafted(journal: Journal) -> int:
+    """The drafts that count toward `num_drafts`: every one but those over their time cap (skipped before they ran,
+    or stopped at it), which scored nothing. Their family is drafted again at a size that fits
+    (agent.search.fit_time.DraftTimes.size) while the search is young, not after the best node's improvements
+    stall (on a table where two GBDT drafts ran over, that came with 1 s of a 60 s search left)."""
+    return sum(1 for node in journal.draft_nodes if node.status != OVER_TIME)
 
 
 @dataclass(frozen=True)

@@ -41,13 +41,14 @@ from agent.search.fit_time import (
     MIN_SAMPLE_ROWS,
     DraftTimes,
     FitTimeModel,
+    Sized,
     TableShape,
     change_factor,
     size_change,
 )
-from agent.search.journal import DEBUG, DRAFT, FULL, IMPROVE, PENDING, SAMPLE, VALID, Journal, Node
+from agent.search.journal import DEBUG, DRAFT, FULL, IMPROVE, PENDING, SAMPLE, VALID, Journal, Node, candidate_key
 from agent.search.nodes import Evaluated
-from agent.search.policy import SearchPolicy, since_progress
+from agent.search.policy import SearchPolicy, drafted, since_progress
 from agent.search.protocols import FREE_CODE, Proposal, TreeEvaluator, TreeProposer
 from agent.settings import SolveSettings
 from agent.verify.findings import OVER_TIME, Evidence
@@ -214,7 +215,7 @@ class TreeSearch:
             self.stop_reason = self.clock.used_up(self.journal, search_deadline)
             if self.stop_reason:
                 break
-            drafting = len(view.draft_nodes) < self.policy.settings.num_drafts
+            drafting = drafted(view) < self.policy.settings.num_drafts
             if not drafting and self.steps >= self.settings.search.steps:
                 self.stop_reason = f"reached steps={self.settings.search.steps} after {len(view.draft_nodes)} drafts"
                 break
@@ -232,7 +233,7 @@ class TreeSearch:
             if proposal is None:  # no draft left to make
                 if drafting:  # fewer drafts than asked for: go on to the search steps
                     self.policy = replace(self.policy,
-                                          settings=replace(self.policy.settings, num_drafts=len(view.draft_nodes)))
+                                          settings=replace(self.policy.settings, num_drafts=drafted(view)))
                     continue
                 if stall_draft:  # none left to interleave either: improve on
                     self.policy = replace(self.policy,
@@ -321,11 +322,12 @@ class TreeSearch:
     def _sized(self, drawn: Drawn, candidate: SolutionCandidate, search_deadline: float
                ) -> SolutionCandidate | Evaluated:
         """The candidate to run within its cap, or a node over time that never ran (Node.skipped). A draft expected
-        to take longer than its cap on the rows it would be scored on (agent.search.fit_time's model) is skipped,
-        once a node is verified: before, every draft runs (on the sample `_size_exploration` chose), so that a model
-        wrong about this table cannot leave the search with nothing but the trivial baseline. An improvement is
-        sized from its parent's own CV (fit_time.size_change): run as proposed, at a higher learning rate, or
-        skipped. Anything the estimates cannot tell runs as proposed."""
+        to take longer than its cap on the rows it would be scored on (agent.search.fit_time's model) runs at a
+        faster learning rate or with fewer trees, or is skipped (fit_time.DraftTimes.size), once a node is verified:
+        before, every draft runs (on the sample `_size_exploration` chose), so that a model wrong about this table
+        cannot leave the search with nothing but the trivial baseline. An improvement is sized from its parent's own
+        CV (fit_time.size_change): run as proposed, at a higher learning rate, or skipped. Anything the estimates
+        cannot tell runs as proposed."""
         if self.clock.budget is None or drawn.action == DEBUG:
             return candidate
         rows = self.explore.rows if self.explore is not None else len(self.dataset.y)
@@ -333,22 +335,27 @@ class TreeSearch:
         if drawn.action == IMPROVE and drawn.parent is not None:
             sized = size_change(drawn.parent, candidate, rows, allowed,
                                 change_factor(self.journal, drawn.parent, candidate), drawn.proposal.rate_may_rise)
-            if sized is None or sized.candidate is candidate:
-                return candidate
-            if sized.candidate is not None:
-                return replace(sized.candidate, rationale=f"{candidate.rationale} ({sized.note})")
-            return self._over_time(drawn, candidate, rows, sized.note)
-        times = self.draft_times
-        if times is None or not self.journal.any_verified:
+        else:
+            sized = self._draft_size(candidate, rows, allowed)
+        if sized is None or sized.candidate is candidate:
             return candidate
-        expected = times.expected(candidate, rows, self.journal)
-        if expected is None or expected <= allowed:
-            return candidate
-        factor = times.table_factor(self.journal, candidate.trainer)
-        measured = f", {factor:.2f}× the fit-time model as this table's drafts measured" if factor != 1.0 else ""
-        return self._over_time(drawn, candidate, rows, f"over time before it ran: about {expected:.1f} s expected on "
-                                                       f"{rows:,} rows{measured}, over the {max(allowed, 0.0):.1f} s "
-                                                       "it may take")
+        if sized.candidate is not None:
+            return replace(sized.candidate, rationale=f"{candidate.rationale} ({sized.note})")
+        return self._over_time(drawn, candidate, rows, sized.note)
+
+    def _draft_size(self, candidate: SolutionCandidate, rows: int, allowed: float) -> Sized | None:
+        """A draft sized by the fit-time model once a node is verified; one drafted again after it ran over its cap
+        (builtin.may_draft) always, and skipped when no model can size it: as proposed it would run over again."""
+        trainers = self.evaluator.trainers
+        overrun = next((node for node in self.journal.tries(candidate_key(candidate, trainers), trainers)
+                        if node.status == OVER_TIME), None)
+        sized = None
+        if self.draft_times is not None and (self.journal.any_verified or overrun is not None):
+            sized = self.draft_times.size(candidate, rows, allowed, self.journal)
+        if sized is None and overrun is not None:
+            return Sized(None, f"over time before it ran: node {overrun.id} ran it over its cap, and no fit-time "
+                               "model can size it")
+        return sized
 
     def _over_time(self, drawn: Drawn, candidate: SolutionCandidate, rows: int, why: str) -> SolutionCandidate | Evaluated:
         """A node over time that never ran, `why` its error; the candidate itself when it cannot be built (the

@@ -18,7 +18,7 @@ from sklearn.ensemble import (
     VotingRegressor,
 )
 from sklearn.impute import SimpleImputer
-from sklearn.linear_model import LogisticRegression, QuantileRegressor, Ridge
+from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import (
@@ -29,6 +29,7 @@ from sklearn.preprocessing import (
     StandardScaler,
     TargetEncoder,
 )
+from sklearn.svm import LinearSVR
 
 try:
     from xgboost import XGBClassifier, XGBRegressor

