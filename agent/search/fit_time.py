@@ -11,8 +11,8 @@ A table's own cost differs from the pool's (its kinds of columns, its categories
 drafts this search has run, and scales the model's estimate by what they took against what it expected. The search
 (agent.search.tree) uses the estimate to explore a table on a sample that its drafts fit in, and to resize a draft
 that could not finish within its cap on the rows it would be scored on (`DraftTimes.size`: a faster learning rate,
-fewer trees), or skip it. A node time measured on another table (a case
-library's or an experience pack's) is carried to this one by the same model (`carry_seconds`).
+fewer trees), or skip it. A node time measured on another table (a case library's or an experience pack's) is
+carried to this one by the same model (`carry_seconds`).
 
 An improvement is sized from its parent's own CV instead (`size_change`): the parent's seconds scaled by the seed bag
 and the boosting rounds the change should train (`change_seconds`), corrected by what the same change took on this
@@ -48,7 +48,8 @@ FIXED_ROUNDS = 65.0
 # The fastest a draft too slow for its cap may learn: XGBoost's own default rate. Past it a GBDT's few large steps
 # fit worse than a cheaper family would.
 MAX_DRAFT_RATE = 0.3
-# The fewest trees a forest draft too slow for its cap may keep: below it, its CV score moves with the seed.
+# The fewest trees a forest draft too slow for its cap may keep (a floor chosen, not measured: a sixth of the 300 trees
+# AutoGluon's forests grow).
 MIN_DRAFT_TREES = 50
 
 
@@ -316,8 +317,8 @@ def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: 
                       facts.rounds_param: min(int(_trained(candidate, None, pace.stopping)), cap)}
             sized = replace(candidate, params=params)
             return Sized(sized, f"at {facts.learning_rate_param}={params[facts.learning_rate_param]:g} "
-                                                f"and at most {params[facts.rounds_param]} {facts.rounds_param} "
-                                                f"instead of {rate:g}: as proposed, {over}")
+                                f"and at most {params[facts.rounds_param]} {facts.rounds_param} "
+                                f"instead of {rate:g}: as proposed, {over}")
     return Sized(None, f"over time before it ran: {over}")
 
 
