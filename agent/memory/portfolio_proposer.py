@@ -26,7 +26,7 @@ from agent.engine.spec import SolutionSpec, SpecError, Step
 from agent.engine.steps import LOG_TARGET, step_op, target_op
 from agent.memory.experience import PortfolioDraft
 from agent.memory.proposer import fit_to_task
-from agent.search.builtin import TEXT_OPS, log_target_fits, with_text_features
+from agent.search.builtin import TEXT_OPS, drafted_families, log_target_fits, with_text_features
 from agent.search.fit_time import TableShape, carry_seconds
 from agent.search.journal import Journal, candidate_key
 from agent.search.protocols import Proposal, TreeProposer, WrappingProposer
@@ -64,8 +64,8 @@ class PortfolioProposer(WrappingProposer):
 
     def _next_family(self, journal: Journal) -> int:
         """Where in the waiting configurations the next draft is: the first of a model family the journal's drafts
-        have not used, else the first."""
-        drafted = {node.candidate.trainer for node in journal.draft_nodes}
+        have not used (one over its time cap used none: the next of its family is sized to fit), else the first."""
+        drafted = drafted_families(journal)
         return next((index for index, draft in enumerate(self._waiting) if model_name(draft) not in drafted), 0)
 
     def _naming_left_out(self, proposal: Proposal) -> Proposal:

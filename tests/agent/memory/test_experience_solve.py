@@ -9,6 +9,7 @@ covers that one."""
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 from dataclasses import replace
@@ -22,7 +23,7 @@ from agent.memory.portfolio_proposer import PortfolioProposer
 from agent.memory.records import TaskSignature
 from agent.memory.store import MemoryStore
 from agent.search.builtin import DRAFT_FAMILIES, BuiltinTreeProposer
-from agent.search.journal import DRAFT, VALID, Journal, Node, candidate_key
+from agent.search.journal import DRAFT, OVER_TIME, VALID, Journal, Node, candidate_key
 from agent.solve import solve_task
 from cli.agent import main as agent
 from retrieval.profile import profile_task
@@ -236,6 +237,13 @@ def test_the_first_portfolio_drafts_are_of_model_families_not_drafted_yet(home, 
     assert [proposal.candidate.trainer for proposal in made] == ["linear", model["name"], "random_forest", model["name"]]
     assert [re.search(r"portfolio draft (\d+) of", p.plan)[1] for p in made[1:]] == ["1", str(len(portfolio) + 2), "2"]
     assert made[3].candidate.params["random_state"] == 7
+    # Had the first run over its time cap, its family would have drafted nothing: the twin comes before the forest.
+    ran_over = Journal([Node(0, None, DRAFT, made[0].plan, made[0].candidate, None, "", VALID, 0.8, 0.8),
+                        Node(1, None, DRAFT, made[1].plan, made[1].candidate, None, "", OVER_TIME, None, -math.inf,
+                             elapsed=15.0)])
+    proposer = PortfolioProposer(BuiltinTreeProposer(), [twin, *portfolio[1:], forest])
+    assert proposer.draft(credit, Journal(), rng).candidate.trainer == "linear"  # the reference draft
+    assert proposer.draft(credit, ran_over, rng).candidate.params.get("random_state") == 7
 
 
 def test_a_portfolio_draft_takes_this_tasks_target_transform_not_the_pool_tasks(home, tasks):
