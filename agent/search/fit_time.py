@@ -191,16 +191,9 @@ class DraftTimes:
         expected = self.expected(candidate, rows, journal)
         if expected is None:
             return None
-        if expected <= seconds:
-            return Sized(candidate)
         factor = self.table_factor(journal, candidate.trainer)
         measured = f", {factor:.2f}× the fit-time model as this table's drafts measured" if factor != 1.0 else ""
-        over = f"about {expected:.1f} s expected on {rows:,} rows{measured}, over the {max(seconds, 0.0):.1f} s it may take"
-        faster = _faster(candidate, expected / (FIT_SHARE * seconds)) if seconds > 0 else None
-        if faster is None:
-            return Sized(None, f"over time before it ran: {over}")
-        params, changed = faster
-        return Sized(replace(candidate, params=params), f"{changed}: as proposed, {over}")
+        return size_draft(candidate, expected, seconds, f"on {rows:,} rows{measured}")
 
     def table_factor(self, journal: Journal, family: str) -> float:
         """How much longer than the model expects this table's drafts take: the geometric mean of measured /
@@ -228,6 +221,19 @@ def _correction(ratios: list[float], bounds: list[float]) -> float:
     lower bounds); 1 with neither."""
     factor = math.exp(sum(math.log(ratio) for ratio in ratios) / len(ratios)) if ratios else 1.0
     return max([factor, *bounds])
+
+
+def size_draft(candidate: SolutionCandidate, expected: float, seconds: float, basis: str) -> Sized:
+    """A draft expected to take `expected` seconds (`basis` says from what, in words) sized to the `seconds` it may
+    take, as `DraftTimes.size` says."""
+    if expected <= seconds:
+        return Sized(candidate)
+    over = f"about {expected:.1f} s expected {basis}, over the {max(seconds, 0.0):.1f} s it may take"
+    faster = _faster(candidate, expected / (FIT_SHARE * seconds)) if seconds > 0 else None
+    if faster is None:
+        return Sized(None, f"over time before it ran: {over}")
+    params, changed = faster
+    return Sized(replace(candidate, params=params), f"{changed}: as proposed, {over}")
 
 
 def _faster(candidate: SolutionCandidate, speedup: float) -> tuple[dict[str, Any], str] | None:

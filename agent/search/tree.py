@@ -45,6 +45,7 @@ from agent.search.fit_time import (
     TableShape,
     change_factor,
     size_change,
+    size_draft,
 )
 from agent.search.journal import DEBUG, DRAFT, FULL, IMPROVE, PENDING, SAMPLE, VALID, Journal, Node, candidate_key
 from agent.search.nodes import Evaluated
@@ -345,7 +346,8 @@ class TreeSearch:
 
     def _draft_size(self, candidate: SolutionCandidate, rows: int, allowed: float) -> Sized | None:
         """A draft sized by the fit-time model once a node is verified; one drafted again after it ran over its cap
-        (builtin.may_draft) always, and skipped when no model can size it: as proposed it would run over again."""
+        (builtin.may_draft) always: by the model, or, for a family it does not know (XGBoost, extra trees), from
+        the overrun's own seconds (a lower bound, or its folds' projection), scaled by the rows."""
         trainers = self.evaluator.trainers
         overrun = next((node for node in self.journal.tries(candidate_key(candidate, trainers), trainers)
                         if node.status == OVER_TIME), None)
@@ -353,8 +355,8 @@ class TreeSearch:
         if self.draft_times is not None and (self.journal.any_verified or overrun is not None):
             sized = self.draft_times.size(candidate, rows, allowed, self.journal)
         if sized is None and overrun is not None:
-            return Sized(None, f"over time before it ran: node {overrun.id} ran it over its cap, and no fit-time "
-                               "model can size it")
+            expected = overrun.first_cv_seconds * rows / max(overrun.first_cv_rows, 1)
+            return size_draft(candidate, expected, allowed, f"from node {overrun.id}'s overrun")
         return sized
 
     def _over_time(self, drawn: Drawn, candidate: SolutionCandidate, rows: int, why: str) -> SolutionCandidate | Evaluated:

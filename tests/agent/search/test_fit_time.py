@@ -27,6 +27,7 @@ from agent.search.fit_time import (
     FitTimeModel,
     TableShape,
     carry_seconds,
+    size_draft,
 )
 from agent.search.journal import DRAFT, EXPLORED, OVER_TIME, VALID, Journal, Node
 from agent.search.policy import SearchPolicy, drafted
@@ -244,6 +245,12 @@ def test_a_draft_too_slow_for_its_cap_runs_faster_or_with_fewer_trees_and_otherw
     assert times.size(forest, 20_000, 1.01 * too_few, journal).candidate is not None
     assert times.size(forest, 20_000, 0.9 * too_few, journal).candidate is None
     assert times.size(SolutionCandidate("linear"), 20_000, 10.0, journal).candidate is None  # nothing to cut
+    # A family the model does not know is sized from what its overrun measured (the search's retry of a draft).
+    xgboost = SolutionCandidate("xgboost", trainer_facts("xgboost").params_for(20_000))
+    assert times.size(xgboost, 20_000, 10.0, journal) is None
+    retried = size_draft(xgboost, 20.0, 10.0, "from node 3's overrun")
+    assert retried.candidate.params["learning_rate"] == pytest.approx(xgboost.params["learning_rate"] * speedup)
+    assert "about 20.0 s expected from node 3's overrun, over the 10.0 s it may take" in retried.note
 
 
 def test_a_draft_that_ran_over_its_cap_is_drafted_again_at_once_and_sized_from_its_overrun(tmp_path):

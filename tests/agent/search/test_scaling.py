@@ -128,8 +128,9 @@ def test_a_candidate_over_its_time_cap_is_over_time_and_never_debugged(credit):
     hung, again, linear = result.journal[0], result.journal[1], result.journal[2]
     assert hung.status == OVER_TIME and hung.failure == OVER_TIME_FAILURE and "over time" in hung.output
     assert "stopped at its time cap of" in hung.error  # its cap (a tenth of the budget), not the hour it asks for
-    # drafted again, it is skipped: no fit-time model knows the family, and as proposed it would hang again
-    assert again.candidate == hung.candidate and again.skipped and "no fit-time model can size it" in again.error
+    # drafted again, it is sized from its overrun (no fit-time model knows the family), and with no rounds or trees
+    # to cut it is skipped: as proposed it would hang again
+    assert again.candidate == hung.candidate and again.skipped and "expected from node 0's overrun" in again.error
     assert linear.candidate.trainer == "linear" and not result.journal.buggy_leaves  # the search went on
     assert all(node.action != DEBUG for node in result.journal)  # a debug step always wins (debug_prob=1.0)
 
