@@ -2,9 +2,10 @@
 3.2, after AIDE).
 
 `SearchPolicy.next_action`:
-  1. draft until `num_drafts` drafts drafted something (`drafted`: one over its time cap did not), and once more each time the search stalls while the proposer has drafts
-     left: `stall_improvements` improvements in a row (since the last draft that ran) found no new best, or at least
-     one did and `stall_seconds` passed without one (where improvements are slow, ten of them are most of a budget);
+  1. draft until `num_drafts` drafts drafted something (`drafted`: one over its time cap did not), and once more
+     each time the search stalls while the proposer has drafts left: `stall_improvements` improvements in a row
+     (since the last draft that ran) found no new best, or at least one did and `stall_seconds` passed without one
+     (where improvements are slow, ten of them are most of a budget);
   2. with probability `debug_prob`, debug a random buggy leaf whose debug depth is below
      `max_debug_depth` (a buggy node created at that depth is dead: never debugged again);
   3. otherwise improve: with probability `greedy_prob` the best verified node, else a random verified one (on a
