@@ -45,8 +45,8 @@ FIT_SHARE = 0.5
 # different rounds for the same trees (bench/patience.py: 65 over 24 LightGBM and XGBoost CVs of development and pool
 # tables; CatBoost's was not measured, its patience being fixed).
 FIXED_ROUNDS = 65.0
-# The fastest a draft too slow for its cap may learn: XGBoost's own default rate. Past it a GBDT's few large steps
-# fit worse than a cheaper family would.
+# The fastest a draft too slow for its cap may learn: XGBoost's own default rate (a ceiling chosen, not measured: past
+# it a GBDT takes few, large steps).
 MAX_DRAFT_RATE = 0.3
 # The fewest trees a forest draft too slow for its cap may keep (a floor chosen, not measured: a sixth of the 300 trees
 # AutoGluon's forests grow).
