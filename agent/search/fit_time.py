@@ -182,10 +182,12 @@ class DraftTimes:
                                       self.folds, _bag(candidate), self.outputs)
 
     def size(self, candidate: SolutionCandidate, rows: int, seconds: float, journal: Journal) -> Sized | None:
-        """A draft sized to the `seconds` it may take on `rows` rows: as proposed when its estimate fits in them;
-        else, so that it should fit in FIT_SHARE of them (the estimate's error), a GBDT at a higher learning rate up
-        to MAX_DRAFT_RATE with its rounds capped alike, or a forest with fewer trees down to MIN_DRAFT_TREES; else
-        nothing (over time before it runs). A draft that would be skipped at full size still gives its family a
+        """A draft sized to the `seconds` it may take on `rows` rows: as proposed when its estimate fits in FIT_SHARE
+        of them (the estimate's error); else, so that it should fit there, a GBDT at a higher learning rate up to
+        MAX_DRAFT_RATE with its rounds capped alike, or a forest with fewer trees down to MIN_DRAFT_TREES; else as
+        proposed when its estimate fits in all of them, and otherwise nothing (over time before it runs). A draft
+        expected at 93% of its cap ran into it with no fold scored (happiness, CatBoost): a higher rate costs a
+        draft little, an overrun its whole cap. A draft that would be skipped at full size still gives its family a
         score (on a table 3× slower than the model, every GBDT draft of a 60 s search ran over its cap or was
         skipped, and the search went on with a linear model alone). None for a family the model does not know."""
         expected = self.expected(candidate, rows, journal)
@@ -226,14 +228,18 @@ def _correction(ratios: list[float], bounds: list[float]) -> float:
 def size_draft(candidate: SolutionCandidate, expected: float, seconds: float, basis: str) -> Sized:
     """A draft expected to take `expected` seconds (`basis` says from what, in words) sized to the `seconds` it may
     take, as `DraftTimes.size` says."""
-    if expected <= seconds:
+    if expected <= FIT_SHARE * seconds:
         return Sized(candidate)
-    over = f"about {expected:.1f} s expected {basis}, over the {max(seconds, 0.0):.1f} s it may take"
     faster = _faster(candidate, expected / (FIT_SHARE * seconds)) if seconds > 0 else None
     if faster is None:
-        return Sized(None, f"over time before it ran: {over}")
+        # Nothing to cut: it runs when its estimate fits at all, since skipping it is all that could be done instead.
+        if expected <= seconds:
+            return Sized(candidate)
+        return Sized(None, f"over time before it ran: about {expected:.1f} s expected {basis}, over the "
+                           f"{max(seconds, 0.0):.1f} s it may take")
     params, changed = faster
-    return Sized(replace(candidate, params=params), f"{changed}: as proposed, {over}")
+    return Sized(replace(candidate, params=params), f"{changed}: as proposed, about {expected:.1f} s expected "
+                                                    f"{basis}, over {FIT_SHARE:.0%} of the {seconds:.1f} s it may take")
 
 
 def _faster(candidate: SolutionCandidate, speedup: float) -> tuple[dict[str, Any], str] | None:

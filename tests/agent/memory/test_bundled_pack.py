@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -58,6 +59,25 @@ def test_a_default_solve_drafts_from_the_shipped_pack_and_says_so(tasks, tmp_pat
     assert "portfolio" not in drafts[0]["plan"]  # the reference draft first
     assert run["experience"]["portfolio_drafts"] >= 1
     assert any(node["plan"].startswith("draft: portfolio draft ") for node in drafts[1:])
+
+
+def test_a_task_scored_by_mae_drafts_from_the_pool_tasks_scored_by_mae_and_so_first_the_l1_lightgbm(pack):
+    """Pool tasks of another metric are near in shape alone: for a pool regression table's shape scored by MAE, the
+    neighbours are the pool's MAE tasks, and the first LightGBM configuration of its portfolio is the one trained on
+    an L1 loss; scored by RMSE it is one trained on squared error."""
+    college_gpa = next(task for task in pack.tasks if task.name == "college_gpa").signature
+    assert college_gpa.metric == "rmse"
+    as_mae = replace(college_gpa, metric="mae")
+    mae_tasks = {task.name for task in pack.tasks if task.signature.metric == "mae"}
+    assert set(pack.neighbours(as_mae)) <= mae_tasks and not set(pack.neighbours(college_gpa)) & mae_tasks
+
+    def first_lightgbm_objective(signature: TaskSignature) -> str | None:
+        drafts = pack.portfolio_for(signature, "pack.json")
+        params = next(d.spec["model"]["params"] for d in drafts if d.spec["model"]["name"] == "lightgbm")
+        return params.get("objective")
+
+    assert first_lightgbm_objective(as_mae) == "l1"
+    assert first_lightgbm_objective(college_gpa) is None
 
 
 EVIDENCE = re.compile(r"\(experience: beat its parent in (\d+) of (\d+) runs on similar pool tasks, expected gain "

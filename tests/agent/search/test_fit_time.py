@@ -217,16 +217,22 @@ def test_a_verified_node_that_took_longer_than_a_node_may_now_take_is_not_improv
 
 
 def test_a_draft_too_slow_for_its_cap_runs_faster_or_with_fewer_trees_and_otherwise_is_skipped():
-    """A draft whose estimate is over its cap is resized to fit in FIT_SHARE of it: a GBDT learns that many times
+    """A draft whose estimate is over FIT_SHARE of its cap is resized to fit there: a GBDT learns that many times
     faster with that many times fewer rounds as its cap, a forest keeps fewer trees; past MAX_DRAFT_RATE or below
-    MIN_DRAFT_TREES, or for a family with neither, it is over time before it runs."""
+    MIN_DRAFT_TREES, or for a family with neither, it runs as proposed when its estimate fits in the whole cap, and
+    is over time before it runs when not."""
     model = FitTimeModel({family: FamilyTime(0.0, 1.0, 0.0, 1.0, 100) for family in ("lightgbm", "random_forest",
                                                                                      "linear")})
     times, journal = DraftTimes(model, columns=10, text=False, folds=5), Journal()
     lightgbm = SolutionCandidate("lightgbm", trainer_facts("lightgbm").params_for(20_000))
     forest = SolutionCandidate("random_forest", trainer_facts("random_forest").params_for(20_000))
     assert times.expected(lightgbm, 20_000, journal) == pytest.approx(20.0)
-    assert times.size(lightgbm, 20_000, 25.0, journal).candidate is lightgbm  # it fits: as proposed
+    assert times.size(lightgbm, 20_000, 20.0 / FIT_SHARE, journal).candidate is lightgbm  # it fits: as proposed
+    # Within its cap but over FIT_SHARE of it, a draft the estimate's error could put over its cap: resized.
+    nearly = times.size(lightgbm, 20_000, 25.0, journal)
+    assert nearly.candidate.params["learning_rate"] == pytest.approx(
+        lightgbm.params["learning_rate"] * 20.0 / (FIT_SHARE * 25.0))
+    assert "over 50% of the 25.0 s it may take" in nearly.note
 
     sized = times.size(lightgbm, 20_000, 10.0, journal).candidate  # 20 s expected, to fit in FIT_SHARE of 10 s
     speedup = 20.0 / (FIT_SHARE * 10.0)
@@ -235,7 +241,7 @@ def test_a_draft_too_slow_for_its_cap_runs_faster_or_with_fewer_trees_and_otherw
     assert sized.params["early_stopping_rounds"] == lightgbm.params["early_stopping_rounds"]
     fewer = times.size(forest, 20_000, 10.0, journal)
     assert fewer.candidate.params["n_estimators"] == int(forest.params["n_estimators"] / speedup)
-    assert f"instead of {forest.params['n_estimators']}" in fewer.note and "over the 10.0 s it may take" in fewer.note
+    assert f"instead of {forest.params['n_estimators']}" in fewer.note and "over 50% of the 10.0 s it may take" in fewer.note
 
     too_fast = 20.0 * lightgbm.params["learning_rate"] / MAX_DRAFT_RATE / FIT_SHARE  # the seconds at which it learns
     assert times.size(lightgbm, 20_000, 1.01 * too_fast, journal).candidate is not None  # at MAX_DRAFT_RATE
@@ -244,13 +250,18 @@ def test_a_draft_too_slow_for_its_cap_runs_faster_or_with_fewer_trees_and_otherw
     too_few = 20.0 * MIN_DRAFT_TREES / forest.params["n_estimators"] / FIT_SHARE  # the seconds at which it keeps 50
     assert times.size(forest, 20_000, 1.01 * too_few, journal).candidate is not None
     assert times.size(forest, 20_000, 0.9 * too_few, journal).candidate is None
-    assert times.size(SolutionCandidate("linear"), 20_000, 10.0, journal).candidate is None  # nothing to cut
+    linear = SolutionCandidate("linear")
+    assert times.size(linear, 20_000, 10.0, journal).candidate is None  # nothing to cut
+    assert times.size(linear, 20_000, 25.0, journal).candidate is linear  # nothing to cut, but it should fit
+    # At a rate of 0.2 the 1.6 times it would need to fit in FIT_SHARE of 25 s passes MAX_DRAFT_RATE: it runs as it is.
+    quick = replace(lightgbm, params={**lightgbm.params, "learning_rate": 0.2})
+    assert times.size(quick, 20_000, 25.0, journal).candidate is quick
     # A family the model does not know is sized from what its overrun measured (the search's retry of a draft).
     xgboost = SolutionCandidate("xgboost", trainer_facts("xgboost").params_for(20_000))
     assert times.size(xgboost, 20_000, 10.0, journal) is None
     retried = size_draft(xgboost, 20.0, 10.0, "from node 3's overrun")
     assert retried.candidate.params["learning_rate"] == pytest.approx(xgboost.params["learning_rate"] * speedup)
-    assert "about 20.0 s expected from node 3's overrun, over the 10.0 s it may take" in retried.note
+    assert "about 20.0 s expected from node 3's overrun, over 50% of the 10.0 s it may take" in retried.note
 
 
 def test_a_draft_that_ran_over_its_cap_is_drafted_again_at_once_and_sized_from_its_overrun(tmp_path):
