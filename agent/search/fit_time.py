@@ -183,8 +183,9 @@ class DraftTimes:
 
     def size(self, candidate: SolutionCandidate, rows: int, seconds: float, journal: Journal) -> Sized | None:
         """A draft sized to the `seconds` it may take on `rows` rows: as proposed when its estimate fits in FIT_SHARE
-        of them (the estimate's error); else, so that it should fit there, a GBDT at a higher learning rate up to
-        MAX_DRAFT_RATE with its rounds capped alike, or a forest with fewer trees down to MIN_DRAFT_TREES; else as
+        of them (the estimate's error); else, so that it should fit there, with a smaller seed bag first, then a GBDT
+        at a higher learning rate up to MAX_DRAFT_RATE with its rounds capped alike, or a forest with fewer trees
+        down to MIN_DRAFT_TREES; else as
         proposed when its estimate fits in all of them, and otherwise nothing (over time before it runs). A draft
         expected at 93% of its cap ran into it with no fold scored (happiness, CatBoost): a higher rate costs a
         draft little, an overrun its whole cap. A draft that would be skipped at full size still gives its family a
@@ -243,10 +244,22 @@ def size_draft(candidate: SolutionCandidate, expected: float, seconds: float, ba
 
 
 def _faster(candidate: SolutionCandidate, speedup: float) -> tuple[dict[str, Any], str] | None:
-    """The draft's parameters made `speedup` times faster, and what changed in words: a GBDT's learning rate raised
-    and its rounds cap lowered by that factor (it keeps about that many times fewer trees), a forest's trees cut by
+    """The draft's parameters made `speedup` times faster, and what changed in words: a seed bag shrunk first (each
+    of its models is as good alone, and costs the whole of a fit); then a GBDT's learning rate raised and its rounds
+    cap lowered by what is left of the factor (it keeps about that many times fewer trees), a forest's trees cut by
     it; None when that takes a GBDT past MAX_DRAFT_RATE or a forest below MIN_DRAFT_TREES, or the family has
-    neither."""
+    neither and no bag to shrink."""
+    bag = _bag(candidate)
+    if bag > 1:
+        smaller = max(int(bag / speedup), 1)
+        params = {name: value for name, value in candidate.params.items() if name != "seed_bag"}
+        params |= {"seed_bag": smaller} if smaller > 1 else {}
+        unbagged = f"with a seed bag of {smaller} instead of {bag}"
+        rest = speedup * smaller / bag
+        if rest <= 1:
+            return params, unbagged
+        faster = _faster(replace(candidate, params=params), rest)
+        return (faster[0], f"{unbagged}, {faster[1]}") if faster is not None else None
     facts = trainer_facts(candidate.trainer)
     if facts.rounds_param is None:
         return None

@@ -246,6 +246,38 @@ def test_the_first_portfolio_drafts_are_of_model_families_not_drafted_yet(home, 
     assert proposer.draft(credit, ran_over, rng).candidate.params.get("random_state") == 7
 
 
+def test_a_portfolio_draft_that_ran_over_its_cap_is_drafted_once_more_before_the_next_of_its_family(home, tasks):
+    """A configuration the portfolio put first for this task, stopped at its time cap, is proposed again (the search
+    sizes it from its overrun) before another configuration of its family, and only once; one skipped before it ran
+    is not."""
+    [(path, pack)] = packs_in_use(home[0])
+    credit = profile_task(tasks["credit"].task_dir)
+    portfolio = portfolio_drafts([(path, pack)], TaskSignature.of(credit))
+    first = portfolio[0]
+    model = first.spec["model"]
+    twin = replace(first, config=f"{first.config}-twin",
+                   spec={**first.spec, "model": {**model, "params": {**model["params"], "random_state": 7}}})
+    rng = random.Random(0)
+
+    def node(i: int, proposal, status: str, **fields) -> Node:
+        return Node(i, None, DRAFT, proposal.plan, proposal.candidate, None, "", status,
+                    *((0.8, 0.8) if status == VALID else (None, -math.inf)), **fields)
+
+    for skipped in (False, True):
+        proposer = PortfolioProposer(BuiltinTreeProposer(), [first, twin, *portfolio[1:]])
+        reference = proposer.draft(credit, Journal(), rng)
+        proposed = proposer.draft(credit, Journal([node(0, reference, VALID)]), rng)
+        assert proposed.plan.startswith("draft: portfolio draft 1 of")
+        over = Journal([node(0, reference, VALID), node(1, proposed, OVER_TIME, elapsed=0.0 if skipped else 15.0,
+                                                        error="over time before it ran" if skipped else "over time")])
+        again = proposer.draft(credit, over, rng)
+        if skipped:
+            assert again.candidate.params.get("random_state") == 7  # nothing it could be sized from: the twin
+            continue
+        assert again.candidate == proposed.candidate and again.plan.endswith("again after it ran over its cap")
+        assert proposer.draft(credit, over, rng).candidate.params.get("random_state") == 7  # once, even in flight
+
+
 def test_a_portfolio_draft_takes_this_tasks_target_transform_not_the_pool_tasks(home, tasks):
     """A log target measured on a pool task's target is not carried to a task whose metric is not on a log scale (on
     a target with negative values log(1 + y) is NaN): wages scored by mean absolute error are modelled raw."""

@@ -259,6 +259,14 @@ def test_a_draft_too_slow_for_its_cap_runs_faster_or_with_fewer_trees_and_otherw
     # A family the model does not know is sized from what its overrun measured (the search's retry of a draft).
     xgboost = SolutionCandidate("xgboost", trainer_facts("xgboost").params_for(20_000))
     assert times.size(xgboost, 20_000, 10.0, journal) is None
+    # A seed bag shrinks first: 8 times faster is a bag of 1 instead of 3, then a rate 8/3 times as fast.
+    bagged = replace(lightgbm, params={**lightgbm.params, "seed_bag": 3})
+    unbagged = size_draft(bagged, 40.0, 10.0, "on 20,000 rows")
+    assert "seed_bag" not in unbagged.candidate.params and unbagged.note.startswith("with a seed bag of 1 instead of 3")
+    rate = lightgbm.params["learning_rate"] * 8 / 3  # rounded up to two significant digits
+    assert rate <= unbagged.candidate.params["learning_rate"] < 1.1 * rate
+    halved = size_draft(bagged, 7.5, 10.0, "on 20,000 rows")  # 1.5 times faster: a bag of 2 alone
+    assert halved.candidate.params == {**lightgbm.params, "seed_bag": 2}
     retried = size_draft(xgboost, 20.0, 10.0, "from node 3's overrun")
     assert retried.candidate.params["learning_rate"] == pytest.approx(xgboost.params["learning_rate"] * speedup)
     assert "about 20.0 s expected from node 3's overrun, over 50% of the 10.0 s it may take" in retried.note
