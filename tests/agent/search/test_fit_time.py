@@ -79,19 +79,25 @@ def test_the_table_factor_is_what_the_drafts_run_here_took_against_the_model():
     model = FitTimeModel({"linear": FamilyTime(1.0, 1.0, 0.0, 1.0, 100), "lightgbm": FamilyTime(2.0, 1.0, 0.0, 1.0, 100)})
     times = DraftTimes(model, columns=10, text=False, folds=5)
     lightgbm = SolutionCandidate("lightgbm")
-    assert times.table_factor(Journal(), "lightgbm") == 1.0  # before any draft ran
+    assert times.table_factor(Journal(), lightgbm) == 1.0  # before any draft ran
     assert times.expected(lightgbm, 4_000, Journal()) == pytest.approx(6.0)
     # A linear draft took twice what the model expects of it (2 s on 1,000 rows: 1 + 1): the table is slow.
     journal = Journal([_draft(0, "linear", VALID, 4.0, 1_000)])
-    assert times.table_factor(journal, "lightgbm") == pytest.approx(2.0)
+    assert times.table_factor(journal, lightgbm) == pytest.approx(2.0)
     assert times.expected(lightgbm, 4_000, journal) == pytest.approx(12.0)
     assert times.rows_within(lightgbm, 12.0, journal) == 4_000
     # The family's own finished drafts outweigh the others'.
     journal.append(_draft(1, "lightgbm", EXPLORED, 1.5, 1_000))
-    assert times.table_factor(journal, "lightgbm") == pytest.approx(0.5)
-    # A draft of the family stopped at its cap took at least that: its ratio is a lower bound.
-    journal.append(_draft(2, "lightgbm", OVER_TIME, 9.0, 4_000))
-    assert times.table_factor(journal, "lightgbm") == pytest.approx(1.5)
+    assert times.table_factor(journal, lightgbm) == pytest.approx(0.5)
+    # A draft of another configuration of the family stopped at its cap bounds nothing: an L1 loss at a slow rate
+    # trains many more rounds than the model's drafts did.
+    l1 = SolutionCandidate("lightgbm", {"objective": "l1", "learning_rate": 0.03})
+    journal.append(replace(_draft(2, "lightgbm", OVER_TIME, 9.0, 4_000), candidate=l1))
+    assert times.table_factor(journal, lightgbm) == pytest.approx(0.5)
+    # The same configuration stopped at its cap took at least that, at any rate: its ratio is a lower bound.
+    assert times.table_factor(journal, replace(l1, params={**l1.params, "learning_rate": 0.1})) == pytest.approx(1.5)
+    journal.append(_draft(3, "lightgbm", OVER_TIME, 9.0, 4_000))
+    assert times.table_factor(journal, lightgbm) == pytest.approx(1.5)
     assert times.expected(SolutionCandidate("random_forest"), 4_000, journal) is None  # a family it does not know
 
 
