@@ -201,11 +201,11 @@ class DraftTimes:
     def table_factor(self, journal: Journal, candidate: SolutionCandidate) -> float:
         """How much longer than the model expects this table's drafts of `candidate` take: the geometric mean of
         measured / expected over the drafts that finished every fold (those of its family when there are any), and
-        at least what a draft of the same configuration (its parameters but for those a draft is sized by) that ran
-        over its cap shows (its seconds are a lower bound, or what its first folds projected when its pace stopped
-        it); 1 before any ran. Another configuration's overrun bounds nothing: an L1 LightGBM at a learning rate of
-        0.03 projected 10 times the model on a 24k-row table, where the squared-error LightGBM fitted in 5 s."""
-        family, configuration = candidate.trainer, _configuration(candidate)
+        at least what a draft of its family and loss that ran over its cap shows (its seconds are a lower bound, or
+        what its first folds projected when its pace stopped it); 1 before any ran. Another loss's overrun bounds
+        nothing: an L1 LightGBM projected 10 times the model on a 24k-row table, where the squared-error LightGBM
+        fitted in 5 s; CatBoost drafts of one loss and other trees all ran over on a multiclass table."""
+        family, loss = candidate.trainer, _loss(candidate)
         finished, bounds = [], []
         for node in journal:
             trainer = node.candidate.trainer
@@ -216,7 +216,7 @@ class DraftTimes:
             ratio = node.first_cv_seconds / expected
             if node.status in (VALID, EXPLORED):
                 finished.append((trainer, ratio))
-            elif node.status == OVER_TIME and _configuration(node.candidate) == configuration:
+            elif node.status == OVER_TIME and trainer == family and _loss(node.candidate) == loss:
                 bounds.append(ratio)
         ratios = [ratio for trainer, ratio in finished if trainer == family] or [ratio for _, ratio in finished]
         return _correction(ratios, bounds)
@@ -282,13 +282,13 @@ def _faster(candidate: SolutionCandidate, speedup: float) -> tuple[dict[str, Any
             f"and {rounds}")
 
 
-def _configuration(candidate: SolutionCandidate) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """A draft's family and parameters, but for those it is sized by (`_faster`): its seed bag, learning rate and
-    rounds."""
-    facts = trainer_facts(candidate.trainer)
-    sized = {"seed_bag", facts.learning_rate_param, facts.rounds_param}
-    return candidate.trainer, tuple(sorted((name, repr(value)) for name, value in candidate.params.items()
-                                           if name not in sized))
+# The parameters that choose a model's loss (XGBoost and LightGBM, CatBoost, scikit-learn), which change how many
+# rounds a GBDT trains before it stops early more than its trees' settings do.
+LOSS_PARAMS = ("objective", "loss_function", "loss")
+
+
+def _loss(candidate: SolutionCandidate) -> tuple[str, ...]:
+    return tuple(repr(candidate.params.get(name)) for name in LOSS_PARAMS)
 
 
 def _bag(candidate: SolutionCandidate) -> int:
