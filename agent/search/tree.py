@@ -324,7 +324,8 @@ class TreeSearch:
                ) -> SolutionCandidate | Evaluated:
         """The candidate to run within its cap, or a node over time that never ran (Node.skipped). A draft expected
         to take more than FIT_SHARE of its cap on the rows it would be scored on (agent.search.fit_time's model) runs
-        at a faster learning rate or with fewer trees, or is skipped (fit_time.DraftTimes.size), once a node is verified:
+        with a smaller seed bag, at a faster learning rate or with fewer trees, or is skipped
+        (fit_time.DraftTimes.size), once a node is verified:
         before, every draft runs (on the sample `_size_exploration` chose), so that a model wrong about this table
         cannot leave the search with nothing but the trivial baseline. An improvement is sized from its parent's own
         CV (fit_time.size_change): run as proposed, at a higher learning rate, or skipped. Anything the estimates
