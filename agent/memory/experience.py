@@ -146,8 +146,9 @@ class ExperiencePack:
         configuration 11th of 12)."""
         kind = task_kind(signature.task_type)
         vector = profile_vector(signature)
-        same = {task.name: task.vector for task in self.tasks if task.kind == kind and task.signature.metric == signature.metric}
-        other = {task.name: task.vector for task in self.tasks if task.kind == kind and task.name not in same}
+        tasks = [task for task in self.tasks if task.kind == kind]
+        same = {task.name: task.vector for task in tasks if task.signature.metric == signature.metric}
+        other = {task.name: task.vector for task in tasks if task.name not in same}
         return (nearest(vector, same, k) + nearest(vector, other, k))[:k]
 
     def portfolio_for(self, signature: TaskSignature, source: str) -> list[PortfolioDraft]:

@@ -79,7 +79,8 @@ class PortfolioProposer(WrappingProposer):
 
     def _next_family(self, journal: Journal) -> int:
         """Where in the waiting configurations the next draft is: the first of a model family the journal's drafts
-        have not used (one over its time cap used none: once its retry is made, the next of its family), else the first."""
+        have not used (one over its time cap used none: once its retry is made, the next of its family), else the
+        first."""
         drafted = drafted_families(journal)
         return next((index for index, draft in enumerate(self._waiting) if model_name(draft) not in drafted), 0)
 

@@ -187,9 +187,10 @@ class DraftTimes:
         at a higher learning rate up to MAX_DRAFT_RATE with its rounds capped alike, or a forest with fewer trees
         down to MIN_DRAFT_TREES; else as proposed when its estimate fits in all of them, and otherwise nothing (over
         time before it runs). A draft expected at 93% of its cap ran into it with no fold scored (happiness,
-        CatBoost): a higher rate costs a draft little, an overrun its whole cap. A draft that would be skipped at full size still gives its family a
-        score (on a table 3× slower than the model, every GBDT draft of a 60 s search ran over its cap or was
-        skipped, and the search went on with a linear model alone). None for a family the model does not know."""
+        CatBoost): a higher rate costs a draft little, an overrun its whole cap. A draft that would be skipped at
+        full size still gives its family a score (on a table 3× slower than the model, every GBDT draft of a 60 s
+        search ran over its cap or was skipped, and the search went on with a linear model alone). None for a family
+        the model does not know."""
         expected = self.expected(candidate, rows, journal)
         if expected is None:
             return None
