@@ -90,14 +90,13 @@ def _may_retry(node: Node, candidate: SolutionCandidate, tries: list[Node]) -> b
 
 def may_draft(journal: Journal, candidate: SolutionCandidate, trainers: Mapping[str, Trainer]) -> bool:
     """Whether `candidate` may be drafted: it is not in the journal, or it is once, as a draft that ran over its cap
-    as proposed. The search then sizes it from that overrun (agent.search.fit_time.DraftTimes.size: the table's
-    factor is at least what the overrun showed), at a faster learning rate or with fewer trees, or skips it."""
+    (as proposed, or as the search sized it). The search then sizes it from that overrun (agent.search.tree's
+    `_draft_size`), at a faster learning rate or with fewer trees, or skips it."""
     tries = journal.tries(candidate_key(candidate, trainers), trainers)
     if not tries:
         return True
     tried = tries[0]
-    return (len(tries) == 1 and tried.action == DRAFT and tried.status == OVER_TIME and not tried.skipped
-            and tried.proposed is None)
+    return len(tries) == 1 and tried.action == DRAFT and tried.status == OVER_TIME and not tried.skipped
 
 
 def describe_score(node: Node, profile: TaskProfile) -> str:

@@ -16,8 +16,8 @@ carried to this one by the same model (`carry_seconds`).
 
 An improvement is sized from its parent's own CV instead (`size_change`): the parent's seconds scaled by the seed bag
 and the boosting rounds the change should train (`change_seconds`), corrected by what the same change took on this
-table's other nodes (`change_factor`). A change that would not fit within its cap runs at a higher learning rate with its rounds capped
-(a write-up's learning rate of 0.01 is for hours of training), or is skipped before it runs.
+table's other nodes (`change_factor`). A change that would not fit within its cap runs at a higher learning rate with
+its rounds capped (a write-up's learning rate of 0.01 is for hours of training), or is skipped before it runs.
 """
 
 from __future__ import annotations
@@ -229,9 +229,10 @@ def _correction(ratios: list[float], bounds: list[float]) -> float:
     return max([factor, *bounds])
 
 
-def size_draft(candidate: SolutionCandidate, expected: float, seconds: float, basis: str) -> Sized:
+def size_draft(candidate: SolutionCandidate, expected: float, seconds: float, basis: str,
+               as_run: str = "as proposed") -> Sized:
     """A draft expected to take `expected` seconds (`basis` says from what, in words) sized to the `seconds` it may
-    take, as `DraftTimes.size` says."""
+    take, as `DraftTimes.size` says; `as_run` names what `candidate` is, in the note."""
     if expected <= FIT_SHARE * seconds:
         return Sized(candidate)
     faster = _faster(candidate, expected / (FIT_SHARE * seconds)) if seconds > 0 else None
@@ -242,7 +243,7 @@ def size_draft(candidate: SolutionCandidate, expected: float, seconds: float, ba
         return Sized(None, f"over time before it ran: about {expected:.1f} s expected {basis}, over the "
                            f"{max(seconds, 0.0):.1f} s it may take")
     params, changed = faster
-    return Sized(replace(candidate, params=params), f"{changed}: as proposed, about {expected:.1f} s expected "
+    return Sized(replace(candidate, params=params), f"{changed}: {as_run}, about {expected:.1f} s expected "
                                                     f"{basis}, over {FIT_SHARE:.0%} of the {seconds:.1f} s it may take")
 
 
@@ -312,8 +313,8 @@ def change_seconds(parent: Node, candidate: SolutionCandidate, rows: int) -> flo
     """The seconds a change of `parent` should take on `rows` rows, from the parent's own CV on those rows: scaled by
     the seed bag and by the trees or boosting rounds it should train. A GBDT that stops early keeps about as many
     trees as its parent kept times the parent's learning rate over its own (the trees' size left aside), and trains
-    its patience beyond them, within its cap on the rounds; the rest of its cost counts as FIXED_ROUNDS. None when
-    the parent is not one model of the same family measured on those rows."""
+    its patience beyond them, within its cap on the rounds (under another loss, its cap); the rest of its cost counts
+    as FIXED_ROUNDS. None when the parent is not one model of the same family measured on those rows."""
     pace = _Pace.of(parent, candidate, rows)
     return pace.seconds(candidate) if pace is not None else None
 
@@ -325,9 +326,11 @@ def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: 
     learns slower than its parent, when `rate_may_rise`, must fit in FIT_SHARE of them: shallower or more
     regularised trees also keep more trees than its rate alone says (a write-up's slow-learning parameters took
     3.8 times the estimate on the median, bench/change_times.py). One that does not runs at the lowest learning
-    rate up to the parent's that fits, with no more rounds than fit in all of its seconds at the parent's pace.
-    Any other change over its seconds, and a slower one no rate fits, is over time before it runs (no candidate).
-    None when `change_seconds` cannot tell."""
+    rate up to the parent's that fits, with no more rounds than fit in all of its seconds at the parent's pace. A
+    change of loss (LOSS_PARAMS), expected to train its rounds cap, must fit in FIT_SHARE of them too, else it is
+    sized as a draft is (`size_draft`: a smaller seed bag, a higher rate with fewer rounds). Any other change over
+    its seconds, and one that no size fits, is over time before it runs (no candidate). None when `change_seconds`
+    cannot tell."""
     pace = _Pace.of(parent, candidate, rows)
     if pace is None:
         return None
@@ -336,12 +339,18 @@ def size_change(parent: Node, candidate: SolutionCandidate, rows: int, seconds: 
     rate, parent_rate = _rate(candidate), _rate(parent.candidate)
     # A slower change that may be resized must leave room for the estimate's error; one that may not (an Optuna
     # trial) is skipped only when its estimate is over the whole cap: skipping is all that could be done with it.
-    slower = learns_slower(parent, candidate)
-    resizable = slower and rate_may_rise
+    slower, new_loss = learns_slower(parent, candidate), pace.loss != _loss(candidate)
+    resizable = (slower or new_loss) and rate_may_rise
     if expected <= (FIT_SHARE if resizable else 1.0) * seconds:
         return Sized(candidate)
     share = f"{FIT_SHARE:.0%} of " if resizable else ""
     over = f"about {expected:.1f} s expected from node {parent.id}'s CV, over {share}the {max(seconds, 0):.1f} s it may take"
+    if resizable and new_loss:
+        # Its trees are not the parent's to count: sized as a draft is, to train its rounds cap in FIT_SHARE of them.
+        faster = _faster(candidate, expected / (FIT_SHARE * seconds)) if seconds > 0 else None
+        if faster is not None:
+            return Sized(replace(candidate, params=faster[0]), f"{faster[1]}: as proposed, {over}")
+        return Sized(None, f"over time before it ran: {over}")
     kept = pace.child_kept(candidate)
     if resizable and kept is not None and candidate.params.get("early_stopping_rounds") is not None:
         # rounds that fit: FIT_SHARE of the seconds for the trees the rate should keep and its patience past them,
@@ -410,6 +419,7 @@ class _Pace:
     kept: float | None
     rate: float
     stopping: FoldStopping
+    loss: tuple[str, ...]
 
     @classmethod
     def of(cls, parent: Node, candidate: SolutionCandidate, rows: int) -> _Pace | None:
@@ -425,10 +435,15 @@ class _Pace:
         folds = evidence.folds or 5
         stopping = FoldStopping(patience_adapts(rows / folds), folds)  # each fold's validation rows
         return cls(seconds, _bag(parent.candidate), _trained(parent.candidate, kept, stopping), kept,
-                   _rate(parent.candidate), stopping)
+                   _rate(parent.candidate), stopping, _loss(parent.candidate))
 
     def child_kept(self, candidate: SolutionCandidate) -> float | None:
-        return self.kept * self.rate / _rate(candidate) if self.kept is not None else None
+        """The trees a change should keep: the parent's, scaled by their learning rates; None (its rounds cap) under
+        another loss, which stops after other rounds (an L1 change of a squared-error LightGBM took 1.4-1.9 times its
+        parent's seconds at the same rate, flight_delay)."""
+        if self.kept is None or _loss(candidate) != self.loss:
+            return None
+        return self.kept * self.rate / _rate(candidate)
 
     def per_round(self, candidate: SolutionCandidate) -> float:
         """Seconds per round trained (per fit, for a model without rounds), with the candidate's seed bag."""

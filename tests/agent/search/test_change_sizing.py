@@ -102,6 +102,29 @@ def test_what_no_rate_fits_and_an_optuna_trial_that_does_not_fit_are_over_time_b
     assert unstopped.candidate is None
 
 
+def test_a_change_of_loss_is_expected_to_train_its_rounds_cap_and_is_sized_like_a_draft(parent):
+    """Under another loss a GBDT stops after other rounds than its parent (an L1 change of a squared-error LightGBM
+    ran over its cap at its parent's rate): it is expected to train its rounds cap, and when that is over FIT_SHARE
+    of its seconds it runs at a higher rate with fewer rounds, as a draft is sized."""
+    rows, params = parent.scored_rows, parent.candidate.params
+    assert params.get("objective") is None and params["early_stopping_rounds"]
+    l1 = _changed(parent, objective="l1")
+    cap = params["n_estimators"]
+    assert change_seconds(parent, l1, rows) == pytest.approx(
+        change_seconds(parent, _changed(parent, **{**params, "early_stopping_rounds": None}), rows))
+    assert change_seconds(parent, l1, rows) > 2 * change_seconds(parent, _changed(parent, num_leaves=15), rows)
+    assert size_change(parent, l1, rows, 3 * change_seconds(parent, l1, rows)).candidate is l1  # it fits: as proposed
+    seconds = change_seconds(parent, l1, rows)  # all of it, not FIT_SHARE: four times faster
+    sized = size_change(parent, l1, rows, seconds)
+    faster = sized.candidate.params
+    assert faster["objective"] == "l1" and faster["n_estimators"] == int(cap / (1 / FIT_SHARE))
+    assert faster["learning_rate"] >= params["learning_rate"] / FIT_SHARE
+    assert f"instead of {params['learning_rate']:g} and {cap}" in sized.note
+    assert change_seconds(parent, sized.candidate, rows) <= FIT_SHARE * seconds * 1.05
+    # A loss no rate up to MAX_DRAFT_RATE fits is over time before it runs.
+    assert size_change(parent, l1, rows, seconds / 50).candidate is None
+
+
 class _SlowChangeProposer(BuiltinTreeProposer):
     """Built-in drafts; every improvement asks for the write-up's crawling learning rate."""
 

@@ -16,7 +16,7 @@ from agent.candidate import SolutionCandidate
 from agent.engine.spec import ValidationSpec
 from agent.engine.trainers import steps_for, trainer_facts, trainer_registry
 from agent.memory.experience import ExperiencePack, bundled_pack_path
-from agent.search.builtin import BuiltinTreeProposer
+from agent.search.builtin import BuiltinTreeProposer, may_draft
 from agent.search.fit_time import (
     FIT_SHARE,
     MAX_DRAFT_RATE,
@@ -302,3 +302,33 @@ def test_a_draft_that_ran_over_its_cap_is_drafted_again_at_once_and_sized_from_i
 
     journal.append(replace(_draft(2, "lightgbm", OVER_TIME, 0.0, rows), candidate=lightgbm))  # skipped this time
     assert proposer.draft(profile, journal, random.Random(0)) is None  # tried twice: never a third time
+
+
+def test_a_draft_the_search_sized_that_still_ran_over_is_drafted_once_more_sized_from_what_it_ran(credit):
+    """flight_delay: the pack's L1 LightGBM was sized by the fit-time model (1.8 times its rate) and still projected
+    40.8 s into a 14.9 s cap; sized from that run, 5.5 times faster still, it fits. The retry is the proposal again,
+    sized from the overrun's own parameters and seconds, not from the proposal and the model; a third try never
+    comes."""
+    profile, dataset = credit
+    proposer = BuiltinTreeProposer(families=("linear", "lightgbm"))
+    linear, lightgbm = (proposer.base_candidate(family, profile) for family in ("linear", "lightgbm"))
+    rows, rate = len(dataset.y), lightgbm.params["learning_rate"]
+    first = replace(lightgbm, params={**lightgbm.params, "learning_rate": rate * 1.5})  # as the model sized it
+    reference = replace(_draft(0, "linear", VALID, 0.5, rows), candidate=linear, metric=0.5, score=0.5)
+    overrun = replace(_draft(1, "lightgbm", OVER_TIME, 3.0, rows), candidate=first, proposed=lightgbm,
+                      projected_seconds=12.0)
+    settings = SolveSettings(search=SearchSettings(time_budget=30, steps=1, num_drafts=2))
+    search = tree_search(proposer, profile, dataset, settings, journal=Journal([reference, overrun]),
+                         fit_times=FitTimeModel({}))
+    journal = search.run().journal
+
+    retry = journal[2]
+    assert retry.action == DRAFT and retry.proposed.params == lightgbm.params and not retry.skipped
+    expected = float(retry.plan.split("about ")[-1].split(" s")[0])
+    allowed = float(retry.plan.split("of the ")[-1].split(" s")[0])
+    assert expected == pytest.approx(12.0) and "as node 1 ran" in retry.plan and "node 1's overrun" in retry.plan
+    speedup = expected / (FIT_SHARE * allowed)
+    assert retry.candidate.params["learning_rate"] == pytest.approx(rate * 1.5 * speedup, rel=0.1)
+    assert retry.candidate.params["n_estimators"] == pytest.approx(lightgbm.params["n_estimators"] / speedup, abs=2)
+    assert f"instead of {rate * 1.5:g} and {lightgbm.params['n_estimators']}" in retry.plan  # from what node 1 ran
+    assert not may_draft(journal, lightgbm, proposer.trainers)  # tried twice: never a third time
