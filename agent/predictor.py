@@ -68,6 +68,7 @@ class Predictor:
         `description` is the task's description.md (its evaluation section can name the metric). `use_kb` lets
         the knowledge base in `kb_home` (default: kb's home) guide the search; `memory`, a case library, move it
         and remember the run. Returns the Predictor, fitted."""
+        started = time.monotonic()  # the budget counts writing and profiling the task
         out_dir = self._path or Path("runs") / f"{self.label}-{time.strftime('%Y%m%d-%H%M%S')}"
         if (out_dir / TRACE_FILE).exists():  # before the task files, which would overwrite that run's
             raise RunFolderError(f"{out_dir}: already holds a run; pass another path")
@@ -84,7 +85,7 @@ class Predictor:
         # The Predictor keeps its model whatever the submission came from, even past the budget.
         settings = replace(self.settings, search=search, use_kb=use_kb, save_fold_models=True)
         self._path = out_dir
-        self.result = solve_task(profile, settings, out_dir, kb_home=kb_home, memory=memory)
+        self.result = solve_task(profile, settings, out_dir, kb_home=kb_home, memory=memory, started=started)
         self._model = None
         return self
 

@@ -73,7 +73,8 @@ def default_tasks() -> list[str]:
 
 def search_curve(run_dir: Path) -> dict:
     """From an agent run folder: nodes, the best CV score (oriented: higher is better) and, for every node verified
-    on every row and fold, when it finished in search seconds, its place in the journal and its oriented score."""
+    on every row and fold, when it finished in search seconds, its place in the journal, its oriented score and
+    whether it combines other nodes (1: a blend or stack, 0: one model)."""
     try:
         run = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -83,7 +84,8 @@ def search_curve(run_dir: Path) -> dict:
             and node.get("folds_scored") == node.get("folds") and node.get("score") is not None]
     experience = run.get("experience") or {}
     return {"run_json": True, "nodes": len(nodes), "verified_full_cv": len(full),
-            "curve": [[round(node["started"] + node["elapsed"], 2), node["id"] + 1, node["score"]] for node in full],
+            "curve": [[round(node["started"] + node["elapsed"], 2), node["id"] + 1, node["score"],
+                       int(bool(node.get("members")))] for node in full],
             "portfolio_drafts": experience.get("portfolio_drafts"), "stop_reason": run.get("stop_reason")}
 
 
@@ -119,28 +121,36 @@ def run_once(name: str, budget: float, arm: str, seed: int, root: Path, kb_home:
 def reached(run: dict, target: float) -> tuple[float, int] | None:
     """When (search seconds) and at which node an agent run first had a node verified on full CV scoring at least
     `target` (oriented), or None if it never did."""
-    for seconds, node, score in sorted((run.get("search") or {}).get("curve") or []):
+    for seconds, node, score, *_ in sorted((run.get("search") or {}).get("curve") or []):
         if score >= target - 1e-12:
             return seconds, node
     return None
 
 
-def final_cv(run: dict) -> float | None:
+def final_cv(run: dict, single: bool = False) -> float | None:
+    """The run's best CV score; with `single`, its best single model's (None from a record that did not keep which
+    nodes combine others)."""
     curve = (run.get("search") or {}).get("curve") or []
-    return max((score for _, _, score in curve), default=None)
+    if single:
+        if any(len(point) < 4 for point in curve):
+            return None
+        curve = [point for point in curve if not point[3]]
+    return max((point[2] for point in curve), default=None)
 
 
 Cells = dict[tuple[str, float, str], list[dict]]  # (task, budget, arm) -> its runs, one per seed
 
 
-def time_to_reference(cells: Cells, task: str, budget: float, arm: str) -> list[tuple[float, float, int] | None]:
+def time_to_reference(cells: Cells, task: str, budget: float, arm: str,
+                      single: bool = False) -> list[tuple[float, float, int] | None]:
     """Per seed: (the reference arm's time to its own final CV score, this arm's time to it, this arm's nodes to it),
-    None where this arm never reached it; seeds without both runs are left out."""
+    None where this arm never reached it; seeds without both runs are left out. With `single`, the reference's
+    best single model's score instead: its final one is mostly the blend made after its search."""
     reference = {run["seed"]: run for run in cells.get((task, budget, REFERENCE), [])}
     found = []
     for run in cells.get((task, budget, arm), []):
         base = reference.get(run["seed"])
-        target = final_cv(base) if base is not None else None
+        target = final_cv(base, single) if base is not None else None
         if target is None:
             continue
         base_time = reached(base, target)[0]
@@ -207,7 +217,8 @@ def markdown(runs: dict[str, dict], title: str = SECTION) -> str:
                      f"{max(run['peak_tree_mb'] for run in cell):,.0f} |")
     lines += ["", "Means over the tables (each table's ratio of its mean scores over seeds):", "",
               "| budget (s) | arm | tables | score ratio to none | beats none on | score ratio to autogluon | "
-              "reached none's final CV in ≤ half its time | within limit |", "|---:|---|---:|---:|---|---:|---|---|"]
+              "reached none's final CV in ≤ half its time | none's best single model, in ≤ half its time | "
+              "within limit |", "|---:|---|---:|---:|---|---:|---|---|---|"]
     for budget in budgets:
         tasks = [task for task, cell_budget, cell_arm in cells if cell_budget == budget and cell_arm == REFERENCE]
         for arm in arms:
@@ -216,14 +227,16 @@ def markdown(runs: dict[str, dict], title: str = SECTION) -> str:
                 continue
             to_none = [value for value in (ratio(task, budget, arm, REFERENCE) for task in mine) if value is not None]
             to_ag = [value for value in (ratio(task, budget, arm, "autogluon") for task in mine) if value is not None]
-            fast = [all(item is not None and item[1] <= item[0] / 2 for item in found)
-                    for found in (time_to_reference(cells, task, budget, arm) for task in mine) if found]
+            fast, fast_single = ([all(item is not None and item[1] <= item[0] / 2 for item in found)
+                                  for found in (time_to_reference(cells, task, budget, arm, single) for task in mine)
+                                  if found] for single in (False, True))
             within = [run["within_limit"] for task in mine for run in cells[(task, budget, arm)]]
             lines.append(f"| {budget:g} | {arm} | {len(mine)} | "
                          f"{fmt(mean(to_none)) if arm != REFERENCE else '–'} | "
                          f"{f'{sum(v > 1 for v in to_none)} of {len(to_none)}' if arm != REFERENCE else '–'} | "
                          f"{fmt(mean(to_ag)) if arm != 'autogluon' else '–'} | "
                          f"{f'{sum(fast)} of {len(fast)}' if arm in AGENT_OPTIONS and arm != REFERENCE else '–'} | "
+                         f"{f'{sum(fast_single)} of {len(fast_single)}' if arm in AGENT_OPTIONS and arm != REFERENCE and fast_single else '–'} | "
                          f"{sum(within)} / {len(within)} |")
     return "\n".join(lines) + "\n"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -150,6 +151,7 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, no_e
     Writes submission.csv, solution.py, trace.jsonl, run.json and report.html to the run folder;
     the last line printed is the run's summary.
     """
+    started = time.monotonic()  # the budget counts the imports below and profiling the task
     from agent.execution.sandbox import verbose_candidates
     from agent.outputs.report import read_run
     from agent.settings import SearchSettings, SolveSettings
@@ -188,7 +190,7 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, no_e
         with progress, verbose_candidates(verbose):
             result = solve_task(profile, settings, out_dir, on_node=progress.on_node, kb_home=ctx.obj["home"],
                                 memory=memory_store(ctx) if use_memory else None,
-                                reuse_own_memory=reuse_own_memory, chroma_url=ctx.obj["chroma_url"])
+                                reuse_own_memory=reuse_own_memory, chroma_url=ctx.obj["chroma_url"], started=started)
     except _user_errors() as error:
         _fail(error)
     run = result.run

@@ -332,3 +332,32 @@ def test_a_draft_the_search_sized_that_still_ran_over_is_drafted_once_more_sized
     assert retry.candidate.params["n_estimators"] == pytest.approx(lightgbm.params["n_estimators"] / speedup, abs=2)
     assert f"instead of {rate * 1.5:g} and {lightgbm.params['n_estimators']}" in retry.plan  # from what node 1 ran
     assert not may_draft(journal, lightgbm, proposer.trainers)  # tried twice: never a third time
+
+
+def test_on_a_table_explored_on_a_sample_a_draft_is_sized_for_its_cv_on_every_row(credit):
+    """Only a node scored on every row can be chosen over one that was: a draft that fits on the sample but whose
+    promotion would not fit is sized for every row (cps_earnings: the pack's L1 LightGBM was the best node on the
+    sample as a draft and in two changes, and was never promoted). One that fits on every row runs as proposed."""
+    profile, dataset = credit
+    proposer = BuiltinTreeProposer(families=("linear", "lightgbm"))
+    linear, lightgbm = (proposer.base_candidate(family, profile) for family in ("linear", "lightgbm"))
+    rows = len(dataset.y)
+    reference = replace(_draft(0, "linear", VALID, 1.0, rows), candidate=linear, metric=0.5, score=0.5)
+
+    def draft_after(per_1k_rows: float) -> Node:
+        # linear: its measured second is what the model expects (the table's factor is 1); LightGBM: per_1k_rows
+        # seconds per 1,000 rows of a 5-fold CV, the node cap of a 30 s budget 7.5 s, so half of it 3.75 s.
+        model = FitTimeModel({"linear": FamilyTime(1.0, 0.0, 0.0, 1.0, 100),
+                              "lightgbm": FamilyTime(0.0, per_1k_rows, 0.0, 1.0, 100)})
+        settings = SolveSettings(search=SearchSettings(time_budget=30, steps=1, num_drafts=2, explore_rows=1_000))
+        search = tree_search(proposer, profile, dataset, settings, journal=Journal([reference]), fit_times=model)
+        journal = search.run().journal
+        assert search.explore is not None and search.explore.rows == 1_000 and search.explore.full_rows == rows
+        return next(node for node in journal if node.candidate.trainer == "lightgbm")
+
+    slow = draft_after(6.0 / rows * 1_000)  # 6 s on every row, under 3.75 s on the 1,000-row sample
+    assert "for its CV on every row" in slow.plan and f"on {rows:,} rows" in slow.plan
+    assert slow.candidate.params["learning_rate"] > lightgbm.params["learning_rate"]
+    assert slow.proposed.params == lightgbm.params
+    quick = draft_after(0.5)  # fits on every row
+    assert quick.candidate.params == lightgbm.params and quick.proposed is None
