@@ -217,7 +217,8 @@ def test_several_packs_take_turns_and_each_configuration_drafts_once(home, tasks
 
 def test_the_first_portfolio_drafts_are_of_model_families_not_drafted_yet(home, tasks):
     """The search improves its best draft once its drafts are made, so a portfolio whose best configurations for a
-    task share a model family drafts one of another family first, then the rest in the portfolio's order."""
+    task share a model family drafts one of another family first; the families the portfolio lacks come next, from
+    the inner proposer, then the rest in the portfolio's order."""
     [(path, pack)] = packs_in_use(home[0])
     credit = profile_task(tasks["credit"].task_dir)
     portfolio = portfolio_drafts([(path, pack)], TaskSignature.of(credit))
@@ -227,16 +228,21 @@ def test_the_first_portfolio_drafts_are_of_model_families_not_drafted_yet(home, 
     twin = replace(first, config=f"{first.config}-twin",
                    spec={**first.spec, "model": {**model, "params": {**model["params"], "random_state": 7}}})
     forest = replace(first, config="forest", spec={**first.spec, "model": {"name": "random_forest", "params": {}}})
-    proposer = PortfolioProposer(BuiltinTreeProposer(), [first, twin, *portfolio[1:], forest])
+    inner = BuiltinTreeProposer()
     rng, made = random.Random(0), []
-    for _ in range(4):
+    proposer = PortfolioProposer(inner, [first, twin, forest])  # two families
+    while not made or made[-1].candidate.params.get("random_state") != 7:
         journal = Journal([Node(i, None, DRAFT, p.plan, p.candidate, None, "", VALID, 0.8, 0.8)
                            for i, p in enumerate(made)])
         made.append(proposer.draft(credit, journal, rng))
-    # The reference draft, the portfolio's first, the forest before the first's twin, then the twin.
-    assert [proposal.candidate.trainer for proposal in made] == ["linear", model["name"], "random_forest", model["name"]]
-    assert [re.search(r"portfolio draft (\d+) of", p.plan)[1] for p in made[1:]] == ["1", str(len(portfolio) + 2), "2"]
-    assert made[3].candidate.params["random_state"] == 7
+    trainers = [proposal.candidate.trainer for proposal in made]
+    # The reference draft, the portfolio's first, the forest before the first's twin, then every family the
+    # portfolio lacks (the inner's drafts), and only then the twin.
+    assert trainers[:3] == ["linear", model["name"], "random_forest"]
+    assert [re.search(r"portfolio draft (\d+) of", p.plan)[1] for p in made[1:3]] == ["1", "3"]
+    lacking = [family for family in inner.families if family not in ("linear", model["name"], "random_forest")]
+    assert lacking and trainers[3:-1] == lacking and all("no other draft uses" in p.plan for p in made[3:-1])
+    assert trainers[-1] == model["name"] and "portfolio draft 2 of" in made[-1].plan
     # Had the first run over its time cap, its family would have drafted nothing: the twin comes before the forest.
     ran_over = Journal([Node(0, None, DRAFT, made[0].plan, made[0].candidate, None, "", VALID, 0.8, 0.8),
                         Node(1, None, DRAFT, made[1].plan, made[1].candidate, None, "", OVER_TIME, None, -math.inf,
