@@ -143,8 +143,8 @@ def solve_task(
     The time budget runs from `started` (a time.monotonic() value; default: now): a caller that read and profiled
     the task first passes when it began, so that its imports and the profiling count (they took 1-7 s of 60 s runs
     whose own clock had started at this call, and one such run ended at 63.5 s)."""
-    started_monotonic = time.monotonic() if started is None else started
-    started = time.time() - (time.monotonic() - started_monotonic)
+    started = time.monotonic() if started is None else started
+    started_at = time.time() - (time.monotonic() - started)  # the same moment on the wall clock, for run.json
     sandbox.warm_up()  # the candidates' worker imports its libraries while the task is read
     # An experience pack that cannot be read stops the solve here, before anything is written (PackError). The
     # packs move casebook's own proposers only: a proposer the caller passed drafts as it is.
@@ -169,7 +169,7 @@ def solve_task(
         if memory is not None else None
     proposer = session.proposer if session is not None else proposer
     # The whole solve's budget, set-up and outputs included: from its start, the proposers' set-up counted.
-    clock = BudgetClock.starting(settings.search, started_monotonic)
+    clock = BudgetClock.starting(settings.search, started)
     # The CV's folds, decided once from the table as profiled: fewer than settings.cv on a large table.
     folds = settings.folds_for(profile.n_rows)
     try:
@@ -191,7 +191,7 @@ def solve_task(
                         f"rows than the {dataset.min_class_rows} CV folds, so never predicted (pass a smaller --cv "
                         "to keep them)")
     if clock.left() < MIN_SEARCH_SECONDS:
-        budget, spent = settings.search.time_budget, time.time() - started
+        budget, spent = settings.search.time_budget, time.time() - started_at
         raise BudgetTooSmall(f"--time-budget {budget:g} leaves {max(budget - spent, 0):.1f} s after {spent:.1f} s of "
                              f"set-up, less than the {MIN_SEARCH_SECONDS:g} s a first node and the outputs need; give "
                              f"at least {math.ceil(spent + MIN_SEARCH_SECONDS)} s")
@@ -264,7 +264,7 @@ def solve_task(
             session.finish(run, journal, solution_path)
         except Exception as error:  # noqa: BLE001 - the submission stands; only the case library misses this run
             notes.append(f"the case library did not record this run ({type(error).__name__}: {error})")
-    record = _run_record(profile, settings, folds, dataset, run, journal, proposer, notes, started, submission_path,
+    record = _run_record(profile, settings, folds, dataset, run, journal, proposer, notes, started_at, submission_path,
                          solution_path)
     # How the submission was made: a refit on every row, or the CV fold models averaged (agent.search.final).
     write_run_record(out_dir, {**record, "final_fit": final_fit.to_dict() if final_fit is not None else None,
@@ -343,7 +343,7 @@ def _experience_record(packs: list[tuple[Path, ExperiencePack]], portfolio: Port
 
 
 def _run_record(profile: TaskProfile, settings: SolveSettings, folds: int, dataset: Dataset, run: EngineeringRun,
-                journal: Journal, proposer: TreeProposer, notes: list[str], started: float,
+                journal: Journal, proposer: TreeProposer, notes: list[str], started_at: float,
                 submission_path: Path | None, solution_path: Path | None) -> dict[str, Any]:
     """run.json: set-up, settings, outcome and the journal."""
     info = dataset.metric_info
@@ -366,8 +366,8 @@ def _run_record(profile: TaskProfile, settings: SolveSettings, folds: int, datas
         "rounds": run.rounds,
         "stop_reason": run.stop_reason,
         "notes": notes,
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
-        "seconds": round(time.time() - started, 1),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started_at)),
+        "seconds": round(time.time() - started_at, 1),
         "outputs": {name: str(path) if path else None
                     for name, path in (("submission", submission_path), ("solution", solution_path))},
         # Distinct tricks applied, and those on the best solution's lineage, by source kind (card, write-up, paper).

@@ -376,8 +376,8 @@ class TreeSearch:
         """On a table explored on a sample of `rows`, a draft sized for its CV on every row (as its promotion is
         capped), which alone can be chosen over a node scored on every row; None when that sizing would skip it (it
         is then sized for the sample). On cps_earnings (46k rows) the pack's L1 LightGBM, a seed bag of 3 at a rate
-        of 0.025, was the best node on the 20k-row sample as a draft and in two changes, and was never
-        promoted: its CV on every row was estimated at twice its cap."""
+        of 0.025, was the best node on the 20k-row sample as a draft and in two changes, and was never promoted: its
+        CV on every row was estimated at twice its cap."""
         if self.explore is None or self.draft_times is None or rows >= self.explore.full_rows:
             return None
         sized = self.draft_times.size(candidate, self.explore.full_rows, allowed, self.journal)
