@@ -55,11 +55,12 @@ def test_the_shipped_model_expects_more_time_for_more_work_and_inverts_to_rows()
 
 
 def test_a_multiclass_target_multiplies_a_catboost_drafts_cost_per_row_by_its_classes_to_a_measured_power():
-    """bench/class_times.py: a multiclass CatBoost CV took 7.9 times what the model expected of it, against the
-    binary and regression tables' CVs; the shipped power tells it, and only CatBoost's is shipped."""
+    """bench/class_times.py: a multiclass CatBoost CV took 1.5 times what the model expected of it, against the
+    binary and regression tables' CVs (7.9 before its categorical columns were one-hot encoded); the shipped power
+    tells it, and only CatBoost's is shipped."""
     model = FitTimeModel.bundled()
     catboost = model.families["catboost"]
-    assert catboost.output_power > 1.0  # more than one fit per class: CatBoost's multiclass trees are that slow
+    assert catboost.output_power > 0  # a value per class in every leaf: more classes, slower trees
     binary = model.seconds("catboost", 10_000, 12, False)
     for classes in (3, 8):
         per_row = model.seconds("catboost", 10_000, 12, False, outputs=classes) - catboost.overhead
