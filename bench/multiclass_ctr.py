@@ -12,7 +12,7 @@ pages, recording its seconds and its CV score. The tables are experience-pool on
 
     python -m bench.multiclass_ctr [--tasks covid_testing,...] [--write]
 
-The measurements are kept in bench/agent_runs/multiclass_ctr.json; a run measures the tables not in it yet.
+The measurements are kept in bench/agent_runs/multiclass_ctr.json; a run measures the settings of each table not in it yet.
 """
 
 from __future__ import annotations
@@ -31,8 +31,7 @@ from agent.engine.trainers import builtin_trainers, steps_for, trainer_facts
 from agent.evaluator import Evaluator
 from bench.agent_bench import RUNS
 from bench.change_times import measure_tables, table_bench_options
-from bench.pool_tasks import POOL_TASKS
-from bench.tasks import write_task_folder
+from bench.pool_tasks import write_pool_task
 from bench.throughput_bench import REPO, code_stamp
 from retrieval.metrics import metric_info
 from retrieval.profile import profile_task
@@ -55,11 +54,8 @@ def pool_task_dir(name: str, pool: Path, root: Path) -> Path:
     """The pool's task folder of `name` when `pool` holds it, else one written under `root`."""
     if (pool / name / "train.csv").is_file():
         return pool / name
-    task_dir = root / name
-    if not (task_dir / "train.csv").is_file():
-        task = POOL_TASKS[name]
-        write_task_folder(task.frame(), task.target, task_dir, description=task.goal, metric=task.metric)
-    return task_dir
+    write_pool_task(name, root)
+    return root / name
 
 
 def measure(name: str, pool: Path, root: Path, done: set[str]) -> list[dict]:
@@ -79,7 +75,8 @@ def measure(name: str, pool: Path, root: Path, done: set[str]) -> list[dict]:
         folds = len(evidence.fold_values)
         finished = evidence.status == "ok"
         item = {"task": name, "rows": rows, "classes": len(dataset.classes), "metric": dataset.metric,
-                "categorical_levels": levels, "setting": label, "status": evidence.status, "finished": finished, "folds_scored": folds,
+                "categorical_levels": levels, "setting": label, "status": evidence.status, "finished": finished,
+                "folds_scored": folds,
                 "seconds": round(evidence.elapsed if finished else
                                  max(evidence.elapsed, CAP_SECONDS) * 5 / max(folds, 1), 2),
                 "score": round(evidence.metric_value, 5) if finished else None, "code": code_stamp(None)}

@@ -655,15 +655,20 @@ def report(tasks: dict[str, RdatasetsTask], root: Path) -> int:
     return flagged
 
 
+def write_pool_task(name: str, root: Path) -> bool:
+    """The pool task `name`'s folder under `root` (the held-back answers beside it, which a pool's loader ignores),
+    unless it is there already; whether it was written."""
+    if (root / name / "train.csv").is_file():
+        return False
+    task = POOL_TASKS[name]
+    write_task_folder(task.frame(), task.target, root / name, description=task.goal, metric=task.metric)
+    return True
+
+
 def write_pool(root: Path) -> int:
-    """Every pool task's folder under `root` (the held-back answers beside each, which a pool's loader ignores),
-    for `agent experience build ROOT`; folders already there are kept. Returns how many were written."""
-    written = 0
-    for name, task in POOL_TASKS.items():
-        if not (root / name / "train.csv").is_file():
-            write_task_folder(task.frame(), task.target, root / name, description=task.goal, metric=task.metric)
-            written += 1
-    return written
+    """Every pool task's folder under `root`, for `agent experience build ROOT`; folders already there are kept.
+    Returns how many were written."""
+    return sum(write_pool_task(name, root) for name in POOL_TASKS)
 
 
 def main(argv: list[str]) -> int:
