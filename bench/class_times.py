@@ -140,7 +140,30 @@ def output_power(measured: list[dict], family: str, model: FitTimeModel) -> tupl
     return power, float(np.sqrt(np.mean(errors(power, multi) ** 2))), list(errors(power, over)) if over else []
 
 
-def markdown(measured: list[dict], powers: dict[str, tuple[float, float, list[float]]]) -> str:
+def borrowed(measured: list[dict], model: FitTimeModel, lender: str = "lightgbm draft",
+             borrower: str = "catboost draft") -> list[str]:
+    """Whether one family's drafts on a table tell another's time there (agent.search.fit_time's table factor, when
+    the other has not run yet): per table where both finished, each draft's measured / expected by the shipped model
+    (its class term included), the correlation of their logs, and the root mean square log error of the borrower's
+    ratio taken as 1 (the model alone) and as the lender's."""
+    def ratio(item: dict) -> float:
+        family = model.families[item["family"]]
+        outputs = item["classes"] if item["task_type"] == "multiclass" else 1  # one output for a binary target
+        return item["seconds"] / (item["expected"] * outputs ** family.output_power)
+
+    pairs = {}
+    for item in measured:
+        if item["candidate"] in (lender, borrower) and item["finished"]:
+            pairs.setdefault(item["task"], {})[item["candidate"]] = ratio(item)
+    rows = [(task, both[lender], both[borrower]) for task, both in pairs.items() if len(both) == 2]
+    lent, own = np.log([row[1] for row in rows]), np.log([row[2] for row in rows])
+    return [f"| {task} | {lent_ratio:.2f} | {own_ratio:.2f} |" for task, lent_ratio, own_ratio in rows] + [
+        "", f"{len(rows)} tables: correlation of the logs {np.corrcoef(lent, own)[0, 1]:.2f}; root mean square log "
+        f"error of the {borrower}'s ratio taken as 1 (the model alone) {np.sqrt(np.mean(own ** 2)):.2f}, taken as the "
+        f"{lender}'s {np.sqrt(np.mean((own - lent) ** 2)):.2f}."]
+
+
+def markdown(measured: list[dict], powers: dict[str, tuple[float, float, list[float]]], model: FitTimeModel) -> str:
     labels = sorted({item["candidate"] for item in measured})
     summary = []
     for label in labels:
@@ -172,7 +195,10 @@ def markdown(measured: list[dict], powers: dict[str, tuple[float, float, list[fl
         "square on those, and each over its cap against its lower bound (negative: the model expects less):", "",
         "| family | output power | 3 classes, times the per-row cost | 8 classes | log error, finished | "
         "log error, over the cap |",
-        "|---|---:|---:|---:|---:|---|", *fitted])
+        "|---|---:|---:|---:|---:|---|", *fitted, "",
+        "Other families' drafts and a draft's time: per table, measured / expected by the shipped model (its class "
+        "terms included) of the LightGBM and the CatBoost draft, where both finished:", "",
+        "| task | lightgbm draft | catboost draft |", "|---|---:|---:|", *borrowed(measured, model)])
 
 
 @click.command()
@@ -186,7 +212,7 @@ def main(tasks: str, pool: Path, root: Path, write: bool) -> None:
             fitted = output_power(measured, family, model)
             if fitted is not None:
                 powers[family] = fitted
-        return markdown(measured, powers)
+        return markdown(measured, powers, model)
 
     measure_tables(RUNS_FILE, tasks, lambda name, measured: [] if any(item["task"] == name for item in measured)
                    else measure(name, pool, root), section, write)
