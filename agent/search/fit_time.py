@@ -209,8 +209,8 @@ class DraftTimes:
         """A draft that only other families' drafts put over its cap, at its fastest (`_faster` at its greatest
         speed-up) when the model alone (`alone` seconds) expects that to fit in FIT_SHARE of its `seconds`; else
         None. Their times tell little of another family's here: on twelve pool tables a LightGBM draft's measured /
-        expected and a CatBoost draft's correlate at 0.15 (bench/RESULTS.md, "Other families' drafts and a draft's
-        time"), and on police_force a linear draft's 4.2 times the model (its one-hot columns) skipped every CatBoost
+        expected and a CatBoost draft's correlate at 0.15 (bench/RESULTS.md, "Multiclass drafts and the fit-time
+        model"), and on police_force a linear draft's 4.2 times the model (its one-hot columns) skipped every CatBoost
         draft. A draft that runs over its cap then bounds its own family."""
         speedup = _max_speedup(candidate)
         if alone > speedup * FIT_SHARE * seconds:
