@@ -200,7 +200,7 @@ class DraftTimes:
         factor = _correction(own or others, bounds)
         measured = f", {factor:.2f}× the fit-time model as this table's drafts measured" if factor != 1.0 else ""
         sized = size_draft(candidate, expected, seconds, f"on {rows:,} rows{measured}")
-        if sized.candidate is not None or own or bounds:
+        if sized.candidate is not None or own or bounds or not others:
             return sized
         return self._at_fastest(candidate, expected, expected / factor, seconds, f"on {rows:,} rows") or sized
 
