@@ -190,37 +190,14 @@ class DraftTimes:
         time before it runs). A draft expected at 93% of its cap ran into it with no fold scored (happiness,
         CatBoost): a higher rate costs a draft little, an overrun its whole cap. A draft that would be skipped at
         full size still gives its family a score (on a table 3× slower than the model, every GBDT draft of a 60 s
-        search ran over its cap or was skipped, and the search went on with a linear model alone). Only a draft of
-        its own family skips it: one put over by other families' drafts alone runs at its fastest when the model
-        alone expects that to fit (`_at_fastest`). None for a family the model does not know."""
+        search ran over its cap or was skipped, and the search went on with a linear model alone). None for a family
+        the model does not know."""
         expected = self.expected(candidate, rows, journal)
         if expected is None:
             return None
-        own, others, bounds = self._ratios(journal, candidate)
-        factor = _correction(own or others, bounds)
+        factor = self.table_factor(journal, candidate)
         measured = f", {factor:.2f}× the fit-time model as this table's drafts measured" if factor != 1.0 else ""
-        sized = size_draft(candidate, expected, seconds, f"on {rows:,} rows{measured}")
-        if sized.candidate is not None or own or bounds or not others:
-            return sized
-        return self._at_fastest(candidate, expected, expected / factor, seconds, f"on {rows:,} rows") or sized
-
-    def _at_fastest(self, candidate: SolutionCandidate, expected: float, alone: float, seconds: float,
-                    basis: str) -> Sized | None:
-        """A draft that only other families' drafts put over its cap, at its fastest (`_faster` at its greatest
-        speed-up) when the model alone (`alone` seconds) expects that to fit in FIT_SHARE of its `seconds`; else
-        None. Their times tell little of another family's here: on twelve pool tables a LightGBM draft's measured /
-        expected and a CatBoost draft's correlate at 0.15 (bench/RESULTS.md, "Multiclass drafts and the fit-time
-        model"), and on police_force a linear draft's 4.2 times the model (its one-hot columns) skipped every CatBoost
-        draft. A draft that runs over its cap then bounds its own family."""
-        speedup = _max_speedup(candidate)
-        if alone > speedup * FIT_SHARE * seconds:
-            return None
-        faster = _faster(candidate, speedup) if speedup > 1 else None
-        params, changed = faster if faster is not None else (candidate.params, "as proposed")
-        return Sized(replace(candidate, params=params),
-                     f"{changed}: about {expected:.1f} s expected {basis} as other families' drafts here measured "
-                     f"({alone:.1f} s by the fit-time model alone), over {FIT_SHARE:.0%} of the {seconds:.1f} s it "
-                     f"may take; run at its fastest, since only other families' drafts put it over")
+        return size_draft(candidate, expected, seconds, f"on {rows:,} rows{measured}")
 
     def table_factor(self, journal: Journal, candidate: SolutionCandidate) -> float:
         """How much longer than the model expects this table's drafts of `candidate` take: the geometric mean of
@@ -229,30 +206,21 @@ class DraftTimes:
         what its first folds projected when its pace stopped it); 1 before any ran. Another loss's overrun bounds
         nothing: an L1 LightGBM projected 10 times the model on a 24k-row table, where the squared-error LightGBM
         fitted in 5 s; CatBoost drafts of one loss and other trees all ran over on a multiclass table."""
-        own, others, bounds = self._ratios(journal, candidate)
-        return _correction(own or others, bounds)
-
-    def _ratios(self, journal: Journal, candidate: SolutionCandidate) -> tuple[list[float], list[float], list[float]]:
-        """measured / expected of this table's drafts: those of `candidate`'s family that finished every fold, those
-        of other families that did, and those of its family and loss that ran over their cap (lower bounds). A draft
-        the search sized counts at its seconds as proposed: on police_force a CatBoost draft run at twice its proposed
-        rate ran over at 2.6 times the model (5.3 as proposed), and two more sized by that ratio ran over in turn."""
         family, loss = candidate.trainer, _loss(candidate)
-        own, others, bounds = [], [], []
+        finished, bounds = [], []
         for node in journal:
             trainer = node.candidate.trainer
             if node.action != DRAFT or node.members or not self.model.knows(trainer) or node.first_cv_seconds <= 0:
                 continue
-            proposed = node.proposed or node.candidate
             expected = self.model.seconds(trainer, node.first_cv_rows, self.columns, self.text, node.folds or 5,
-                                          _bag(proposed), self.outputs)
-            # The model's estimate is of the draft as proposed; one the search sized ran that many times faster.
-            ratio = node.first_cv_seconds * _sizing_speedup(proposed, node.candidate) / expected
+                                          _bag(node.candidate), self.outputs)
+            ratio = node.first_cv_seconds / expected
             if node.status in (VALID, EXPLORED):
-                (own if trainer == family else others).append(ratio)
+                finished.append((trainer, ratio))
             elif node.status == OVER_TIME and trainer == family and _loss(node.candidate) == loss:
                 bounds.append(ratio)
-        return own, others, bounds
+        ratios = [ratio for trainer, ratio in finished if trainer == family] or [ratio for _, ratio in finished]
+        return _correction(ratios, bounds)
 
 
 def _correction(ratios: list[float], bounds: list[float]) -> float:
@@ -327,32 +295,6 @@ def _loss(candidate: SolutionCandidate) -> tuple[str, ...]:
 
 def _bag(candidate: SolutionCandidate) -> int:
     return int(candidate.params.get("seed_bag") or 1)
-
-
-def _sizing_speedup(proposed: SolutionCandidate, ran: SolutionCandidate) -> float:
-    """How many times faster than `proposed` the search expected `ran`, the draft it sized (`_faster`), to be: its
-    seed bag shrunk, times a GBDT's learning rate raised or a forest's trees cut; 1 for a draft run as proposed."""
-    speedup = _bag(proposed) / _bag(ran)
-    facts = trainer_facts(ran.trainer)
-    if facts.rounds_param is None:
-        return speedup
-    if facts.learning_rate_param is None:
-        trees = [int(candidate.params.get(facts.rounds_param) or facts.default_rounds or 0) for candidate in (proposed, ran)]
-        return speedup * trees[0] / trees[1] if min(trees) > 0 else speedup
-    return speedup * _rate(ran) / _rate(proposed)
-
-
-def _max_speedup(candidate: SolutionCandidate) -> float:
-    """How many times faster `_faster` can make a draft: its seed bag down to one model, times a GBDT's learning rate
-    up to MAX_DRAFT_RATE or a forest's trees down to MIN_DRAFT_TREES."""
-    facts = trainer_facts(candidate.trainer)
-    speedup = float(_bag(candidate))
-    if facts.rounds_param is None:
-        return speedup
-    if facts.learning_rate_param is None:
-        trees = int(candidate.params.get(facts.rounds_param) or facts.default_rounds or 0)
-        return speedup * max(trees / MIN_DRAFT_TREES, 1.0)
-    return speedup * max(MAX_DRAFT_RATE / _rate(candidate), 1.0)
 
 
 # ---- improvements: sized from the parent's own CV

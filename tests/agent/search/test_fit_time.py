@@ -279,39 +279,6 @@ def test_a_draft_too_slow_for_its_cap_runs_faster_or_with_fewer_trees_and_otherw
     assert "about 20.0 s expected from node 3's overrun, over 50% of the 10.0 s it may take" in retried.note
 
 
-def test_a_draft_only_other_families_drafts_put_over_its_cap_runs_at_its_fastest_until_its_own_family_ran():
-    """Another family's drafts size a draft but do not skip it (on police_force a linear draft at 4.2 times the
-    model skipped every CatBoost draft before one ran): it runs at its fastest when the model alone expects that to
-    fit in FIT_SHARE of its cap, and is skipped when not, or once a draft of its own family ran over."""
-    model = FitTimeModel({family: FamilyTime(0.0, 1.0, 0.0, 1.0, 100) for family in ("linear", "catboost")})
-    times = DraftTimes(model, columns=10, text=False, folds=5)
-    catboost = SolutionCandidate("catboost", trainer_facts("catboost").params_for(20_000))
-    journal = Journal([_draft(0, "linear", VALID, 5.0, 1_000)])  # 5 times the model's 1 s
-    assert times.expected(catboost, 20_000, journal) == pytest.approx(100.0)  # 20 s by the model alone
-
-    speedup = MAX_DRAFT_RATE / catboost.params["learning_rate"]
-    at_fastest = 20.0 / speedup / FIT_SHARE  # the cap in which the model alone expects it to fit at its fastest
-    fastest = times.size(catboost, 20_000, 1.01 * at_fastest, journal)
-    assert fastest.candidate.params["learning_rate"] == pytest.approx(MAX_DRAFT_RATE)
-    assert fastest.candidate.params["iterations"] == int(catboost.params["iterations"] / speedup)
-    assert "about 100.0 s expected" in fastest.note and "20.0 s by the fit-time model alone" in fastest.note
-    assert "only other families' drafts put it over" in fastest.note
-    # Where even the model alone puts it over at its fastest, it is skipped as before.
-    assert times.size(catboost, 20_000, 0.99 * at_fastest, journal).candidate is None
-    # Once a draft of its family ran over its cap, the table's factor skips the next one.
-    journal.append(replace(_draft(1, "catboost", OVER_TIME, 10.0, 20_000), candidate=catboost))
-    assert times.size(catboost, 20_000, 1.01 * at_fastest, journal).candidate is None
-    # One of its family that finished decides its size alone: 0.5 times the model, 10 s expected, 5 s fits.
-    journal = Journal([_draft(0, "linear", VALID, 5.0, 1_000), replace(_draft(1, "catboost", VALID, 10.0, 20_000),
-                                                                       candidate=catboost)])
-    assert times.size(catboost, 20_000, 20.0, journal).candidate is catboost
-    # A draft the search sized counts at its seconds as proposed: the same 10 s at its fastest rate are 3.75 times
-    # the seconds as proposed (0.3 against 0.08).
-    journal = Journal([replace(_draft(0, "catboost", VALID, 10.0, 20_000), candidate=fastest.candidate,
-                               proposed=catboost)])
-    assert times.table_factor(journal, catboost) == pytest.approx(0.5 * speedup)
-
-
 def test_a_draft_that_ran_over_its_cap_is_drafted_again_at_once_and_sized_from_its_overrun(tmp_path):
     """On a real table's profile: a LightGBM draft that ran 30 s into a 15 s cap (its folds' pace projected that) did
     not count toward the drafts, so the next step drafts again; the built-in proposer drafts it once more (not a
