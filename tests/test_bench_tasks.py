@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from bench.agent_bench import HIDDEN_MODULES, REPO, hiding_modules
-from bench.pool_tasks import POOL_LIST, POOL_TASKS, list_problems, pool_tables
+from bench.pool_tasks import POOL_LIST, POOL_TASKS, list_problems, pool_tables, same_rows
 from bench.tasks import (
     EVALUATION_TASKS,
     HEADROOM_CANDIDATES,
@@ -82,8 +82,6 @@ def test_the_candidates_for_the_evaluation_set_are_listed_tables_of_no_other_tas
 
 def test_the_evaluation_tables_holding_a_pool_tables_rows_under_another_name_are_the_ones_named():
     """By content, not by (package, item): a numeric column with the same values in both raw tables."""
-    from bench.pool_tasks import same_rows
-
     evaluation = {**HELD_OUT_TASKS, **EVALUATION_TASKS, **HEADROOM_CANDIDATES}
     assert same_rows(evaluation, POOL_TASKS) == SAME_ROWS_AS_POOL
     # The check sees a table's rows under another package, and not a table of another survey.
