@@ -31,9 +31,10 @@ from agent.candidate import EngineeringRun, SolutionCandidate
 from agent.engine.dataset import Dataset
 from agent.engine.fit import FoldGate, paired_spread
 from agent.engine.spec import ModelSpec, SolutionSpec, SpecError
-from agent.engine.trainers import Trainer, default_steps
+from agent.engine.trainers import Trainer, default_steps, trainer_facts
 from agent.search.blending import blendable
-from agent.search.clock import BudgetClock
+from agent.search.builtin import describe_score
+from agent.search.clock import REFIT_SHARE, BudgetClock
 from agent.search.exploration import Exploring, exploring
 from agent.search.final import FinalFit, blend_proposal, combinations, engineering_run, final_model, fold_average
 from agent.search.fit_time import (
@@ -44,6 +45,7 @@ from agent.search.fit_time import (
     Sized,
     TableShape,
     change_factor,
+    change_seconds,
     size_change,
     size_draft,
 )
@@ -95,6 +97,15 @@ def with_pending(journal: Journal, drawn: Drawn) -> Journal:
     view = Journal([*journal.nodes, pending])
     view.exhausted = journal.exhausted
     return view
+
+
+# The best model's seed bag, the search's last node of its kind: a GBDT that samples rows or columns (the built-in
+# LightGBM and XGBoost do, CatBoost's splits are randomised) fitted with this many seeds, predictions averaged. On
+# lending (4,483 rows) the portfolio's CatBoost gained 0.008 AUC of CV from a bag of 3 on either fold seed, at 1.4-2.6
+# times its seconds. Every arm may bag its best this way, so an arm whose drafts carry a bag (the experience pack's
+# portfolio, a retrieved seed-bagging trick) does not win by that permission alone; bagging the best once, late,
+# rather than drafting bags keeps the search's other nodes at one fit each.
+FINAL_BAG_SEEDS = 3
 
 
 def _every_fold(node: Node) -> bool:
@@ -149,6 +160,7 @@ class TreeSearch:
         self.blending = blendable(dataset.metric, dataset.task_type)
         self.steps, self.stop_reason = 0, ""  # search steps taken after the drafts, and why the search stopped
         self.passed_over = 0  # verified nodes no longer improved: less time was left than their own CV took
+        self.bagged: set[int] = set()  # nodes whose seed bag (`_final_bag`) has been drawn
         self.standing = -math.inf  # the score of the last node handed to on_best
         self.started = time.monotonic()
         self.baseline = math.nan  # the trivial baseline's score, and the large table's exploration: run() starts
@@ -220,6 +232,12 @@ class TreeSearch:
             if not drafting and self.steps >= self.settings.search.steps:
                 self.stop_reason = f"reached steps={self.settings.search.steps} after {len(view.draft_nodes)} drafts"
                 break
+            bag = self._final_bag(search_deadline)
+            if bag is not None:
+                self.steps += 1
+                batch.append(bag)
+                view = with_pending(view, bag)
+                continue
             now = time.monotonic() - self.started
             action, target = self.policy.next_action(view, self.rng, now)
             stall_draft = action == DRAFT and not drafting and self.policy.stalled(view, now)
@@ -255,6 +273,34 @@ class TreeSearch:
             batch.append(Drawn(proposal, action, target))
             view = with_pending(view, batch[-1])
         return batch
+
+    def _final_bag(self, search_deadline: float) -> Drawn | None:
+        """The best single model with a seed bag of FINAL_BAG_SEEDS, drawn once per best node in the search's last
+        stretch: when what is left before `search_deadline` is at most twice the time the bag and its refit need
+        (its seconds estimated from the best's own CV, as `_sized` sizes a change), and still enough for the bag
+        within a node's cap. None when
+        the best is not a GBDT whose fit depends on its seed, already holds a bag, was scored on the exploration
+        sample only, or the time is not (or no longer) right."""
+        best = self.journal.best()
+        if self.clock.budget is None or best is None or not best.valid or best.members or best.id in self.bagged:
+            return None
+        facts = trainer_facts(best.candidate.trainer)
+        if facts.family != "gbdt" or not facts.seed_dependent or int(best.candidate.params.get("seed_bag") or 1) > 1:
+            return None
+        candidate = replace(best.candidate, params={**best.candidate.params, "seed_bag": FINAL_BAG_SEEDS})
+        needed = change_seconds(best, candidate, best.first_cv_rows)
+        if needed is None:
+            return None
+        needed *= change_factor(self.journal, best, candidate)  # as `_sized` will size it
+        now = time.monotonic()
+        allowed = self.clock.node_deadline(search_deadline) - now
+        if needed > allowed or search_deadline - now > 2 * (1 + REFIT_SHARE) * needed:
+            return None
+        self.bagged.add(best.id)
+        plan = (f"improve node {best.id} ({best.candidate.trainer}, {describe_score(best, self.profile)}): a seed bag "
+                f"of {FINAL_BAG_SEEDS}, the best model fitted with {FINAL_BAG_SEEDS} seeds and its predictions "
+                f"averaged, in the search's last stretch (about {needed:.1f} s expected from node {best.id}'s CV)")
+        return Drawn(Proposal(candidate, plan), IMPROVE, best)
 
     def _size_exploration(self, batch: list[Drawn], search_deadline: float) -> None:
         """Before any node is verified, drafts that would not fit in FIT_SHARE of their cap on the rows the search
