@@ -99,7 +99,7 @@ def with_pending(journal: Journal, drawn: Drawn) -> Journal:
     return view
 
 
-# The best model's seed bag, the search's last node of its kind: a GBDT that samples rows or columns (the built-in
+# The best model's seed bag, drawn in the search's last stretch: a GBDT that samples rows or columns (the built-in
 # LightGBM and XGBoost do, CatBoost's splits are randomised) fitted with this many seeds, predictions averaged. On
 # lending (4,483 rows) the portfolio's CatBoost gained 0.008 AUC of CV from a bag of 3 on either fold seed, at 1.4-2.6
 # times its seconds. Every arm may bag its best this way, so an arm whose drafts carry a bag (the experience pack's
@@ -278,9 +278,8 @@ class TreeSearch:
         """The best single model with a seed bag of FINAL_BAG_SEEDS, drawn once per best node in the search's last
         stretch: when what is left before `search_deadline` is at most twice the time the bag and its refit need
         (its seconds estimated from the best's own CV, as `_sized` sizes a change), and still enough for the bag
-        within a node's cap. None when
-        the best is not a GBDT whose fit depends on its seed, already holds a bag, was scored on the exploration
-        sample only, or the time is not (or no longer) right."""
+        within a node's cap. None when the best is not a GBDT whose fit depends on its seed, already holds a bag,
+        was scored on the exploration sample only, or the time is not (or no longer) right."""
         best = self.journal.best()
         if self.clock.budget is None or best is None or not best.valid or best.members or best.id in self.bagged:
             return None
