@@ -170,7 +170,7 @@ class DraftTimes:
         family = candidate.trainer
         if not self.model.knows(family):
             return None
-        seconds = self.model.seconds(family, rows, self.columns, self.text, self.folds, _bag(candidate), self.outputs)
+        seconds = self.model.seconds(family, rows, self.columns, self.text, self.folds, seed_bag(candidate), self.outputs)
         return seconds * self.table_factor(journal, candidate)
 
     def rows_within(self, candidate: SolutionCandidate, seconds: float, journal: Journal) -> int | None:
@@ -180,7 +180,7 @@ class DraftTimes:
         if not self.model.knows(family):
             return None
         return self.model.rows_within(family, seconds / self.table_factor(journal, candidate), self.columns, self.text,
-                                      self.folds, _bag(candidate), self.outputs)
+                                      self.folds, seed_bag(candidate), self.outputs)
 
     def size(self, candidate: SolutionCandidate, rows: int, seconds: float, journal: Journal) -> Sized | None:
         """A draft sized to the `seconds` it may take on `rows` rows: as proposed when its estimate fits in FIT_SHARE
@@ -213,7 +213,7 @@ class DraftTimes:
             if node.action != DRAFT or node.members or not self.model.knows(trainer) or node.first_cv_seconds <= 0:
                 continue
             expected = self.model.seconds(trainer, node.first_cv_rows, self.columns, self.text, node.folds or 5,
-                                          _bag(node.candidate), self.outputs)
+                                          seed_bag(node.candidate), self.outputs)
             ratio = node.first_cv_seconds / expected
             if node.status in (VALID, EXPLORED):
                 finished.append((trainer, ratio))
@@ -254,7 +254,7 @@ def _faster(candidate: SolutionCandidate, speedup: float) -> tuple[dict[str, Any
     cap lowered by what is left of the factor (it keeps about that many times fewer trees), a forest's trees cut by
     it; None when that takes a GBDT past MAX_DRAFT_RATE or a forest below MIN_DRAFT_TREES, or the family has
     neither and no bag to shrink."""
-    bag = _bag(candidate)
+    bag = seed_bag(candidate)
     if bag > 1:
         smaller = max(int(bag / speedup), 1)
         params = {name: value for name, value in candidate.params.items() if name != "seed_bag"}
@@ -293,7 +293,8 @@ def _loss(candidate: SolutionCandidate) -> tuple[str, ...]:
     return tuple(repr(candidate.params.get(name)) for name in LOSS_PARAMS)
 
 
-def _bag(candidate: SolutionCandidate) -> int:
+def seed_bag(candidate: SolutionCandidate) -> int:
+    """How many seeds the candidate's model is fitted with (1 without a seed bag)."""
     return int(candidate.params.get("seed_bag") or 1)
 
 
@@ -435,7 +436,7 @@ class _Pace:
         kept = sum(rounds.values()) / len(rounds) if rounds and trainer_facts(candidate.trainer).rounds_param else None
         folds = evidence.folds or 5
         stopping = FoldStopping(patience_adapts(rows / folds), folds)  # each fold's validation rows
-        return cls(seconds, _bag(parent.candidate), _trained(parent.candidate, kept, stopping), kept,
+        return cls(seconds, seed_bag(parent.candidate), _trained(parent.candidate, kept, stopping), kept,
                    _rate(parent.candidate), stopping, _loss(parent.candidate))
 
     def child_kept(self, candidate: SolutionCandidate) -> float | None:
@@ -448,7 +449,7 @@ class _Pace:
 
     def per_round(self, candidate: SolutionCandidate) -> float:
         """Seconds per round trained (per fit, for a model without rounds), with the candidate's seed bag."""
-        return self.cv_seconds * _bag(candidate) / self.bag / (self.trained + _fixed_rounds(candidate))
+        return self.cv_seconds * seed_bag(candidate) / self.bag / (self.trained + _fixed_rounds(candidate))
 
     def seconds(self, candidate: SolutionCandidate) -> float:
         return self.per_round(candidate) * (_trained(candidate, self.child_kept(candidate), self.stopping)

@@ -46,6 +46,7 @@ from agent.search.fit_time import (
     TableShape,
     change_factor,
     change_seconds,
+    seed_bag,
     size_change,
     size_draft,
 )
@@ -284,7 +285,7 @@ class TreeSearch:
         if self.clock.budget is None or best is None or not best.valid or best.members or best.id in self.bagged:
             return None
         facts = trainer_facts(best.candidate.trainer)
-        if facts.family != "gbdt" or not facts.seed_dependent or int(best.candidate.params.get("seed_bag") or 1) > 1:
+        if facts.family != "gbdt" or not facts.seed_dependent or seed_bag(best.candidate) > 1:
             return None
         candidate = replace(best.candidate, params={**best.candidate.params, "seed_bag": FINAL_BAG_SEEDS})
         needed = change_seconds(best, candidate, best.first_cv_rows)
