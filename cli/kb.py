@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +27,7 @@ from cli.options import (
 from cli.progress import Bar, Waiting
 
 if TYPE_CHECKING:
+    from agent.memory.experience import TrickEffects
     from kb.records import ScoredTrick, Trick
 
 out = Console(soft_wrap=True)
@@ -68,10 +68,10 @@ def _print_json(data) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def _print_tricks(results: list[ScoredTrick], title: str, effects: Mapping[str, float] | None = None) -> None:
+def _print_tricks(results: list[ScoredTrick], title: str, effects: TrickEffects | None = None) -> None:
     """One block per trick: its id whole on the first line (so it can be given to `kb show`), then its title or
-    competition, its stage and labels (and with `effects`, its op's measured gain on similar pool tasks), and its
-    text wrapped under them."""
+    competition, its stage and labels (and with `effects`, its op's measured gain per model family on similar pool
+    tasks), and its text wrapped under them."""
     out.print(title, style="bold", markup=False, highlight=False)
     width = max(_TRICK_INDENT + 40, out.width)  # textwrap counts the indent
     indent = " " * _TRICK_INDENT
@@ -94,13 +94,16 @@ def _recipe_op(trick: Trick) -> str | None:
     return (trick.recipe or {}).get("op")
 
 
-def _effect_words(trick: Trick, effects: Mapping[str, float]) -> str:
+def _effect_words(trick: Trick, effects: TrickEffects) -> str:
     op = _recipe_op(trick)
     if op is None:
         return "no recipe, never measured"
-    if op not in effects:
+    measured = [(family, ops[op], effects.runs[family][op]) for family, ops in sorted(effects.by_family.items())
+                if op in ops]
+    if not measured:
         return f"{op}: never tried on similar pool tasks"
-    return f"{op}: {effects[op]:+.2%} on similar pool tasks"
+    return f"{op} on similar pool tasks: " + ", ".join(
+        f"{family} {gain:+.2%} ({count(runs, 'run')})" for family, gain, runs in measured)
 
 
 @click.group(cls=_Commands, context_settings=CONTEXT_SETTINGS)
@@ -253,11 +256,14 @@ def query(ctx, text, k, label, stage, kind, exclude_competition, as_json, quiet)
               help="With --task: only tricks with a recipe, the ones `agent solve --use-kb` can run.")
 @click.option("--no-experience", is_flag=True,
               help="With --task: keep the retrieval's order, not the one the experience packs measured.")
+@click.option("--model", type=LibraryChoice(lambda: _trainer_names()),
+              help="With --task: order by the effects measured on this model's family (linear, forest or GBDT), as "
+                   "the search orders a node's tricks; default: over every family.")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", "-q", is_flag=True, help="Nothing while it works (say, loading the embedding model).")
 @click.pass_context
-def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition, executable, no_experience, as_json,
-           quiet):
+def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition, executable, no_experience, model,
+           as_json, quiet):
     """Tricks for a task type (no model load) or for a task folder (hierarchical retrieval)."""
     if bool(task_type) == bool(task_dir):
         raise CasebookError("give exactly one of --task-type LABEL or --task TASK_DIR")
@@ -285,7 +291,8 @@ def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition
             found_papers = retriever.retrieve(query, k=papers, kind="paper", executable=executable) if papers else []
     except (TaskSetupError, EmptyKnowledgeBaseError) as error:
         raise CasebookError(str(error)) from None
-    effects = None if no_experience else _measured_effects(ctx, profile)
+    measured = None if no_experience else _measured_effects(ctx, profile)
+    effects = None if measured is None else measured.for_trainer(model) if model else measured.overall()
     if effects is not None:
         from agent.memory.experience import order_by_effect
 
@@ -293,10 +300,14 @@ def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition
     if as_json:
         def with_effect(result) -> dict[str, Any]:
             op = _recipe_op(result.trick)
-            return {**result.to_dict(), "measured_effect": None if effects is None or op is None else effects.get(op)}
+            by_family = None if measured is None or op is None else {
+                family: {"gain": ops[op], "runs": measured.runs[family][op]}
+                for family, ops in sorted(measured.by_family.items()) if op in ops}
+            return {**result.to_dict(), "measured_effect": None if effects is None or op is None else effects.get(op),
+                    "measured_by_family": by_family}
 
         _print_json({"task": profile.name, "labels": list(query.labels), "competition": query.competition,
-                     "experience": effects is not None,
+                     "experience": effects is not None, "model": model,
                      "tricks": [with_effect(r) for r in found], "papers": [r.to_dict() for r in found_papers]})
         return
     out.print(f"[bold]{profile.name}[/]: {profile.modality}, {profile.task_type} of {profile.target!r} "
@@ -304,16 +315,17 @@ def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition
               + (f"; leaving out {query.competition}" if query.competition else ""), highlight=False)
     from kb.records import ScoredTrick
 
+    on = f"a {model} node's family" if model else "every model family"
+    order = f", ordered by their measured effect on similar pool tasks ({on})"
     _print_tricks([ScoredTrick(r.trick, r.score) for r in found], count(len(found), "trick")
-                  + (", ordered by their measured effect on similar pool tasks" if effects is not None else ""),
-                  effects)
+                  + (order if effects is not None else ""), measured)
     if found_papers:
         _print_tricks([ScoredTrick(r.trick, r.score) for r in found_papers], count(len(found_papers), "paper"))
 
 
-def _measured_effects(ctx: click.Context, profile) -> dict[str, float] | None:
-    """Each trick op's mean gain on the pool tasks nearest this task, over the experience packs in use (the
-    bundled one and the home's); None when no pack is in use."""
+def _measured_effects(ctx: click.Context, profile) -> TrickEffects | None:
+    """Each trick op's gain per model family on the pool tasks nearest this task, over the experience packs in use
+    (the bundled one and the home's); None when no pack is in use."""
     from agent.memory.experience import PackError, effects_near, packs_in_use
     from agent.memory.records import TaskSignature
 
@@ -322,6 +334,12 @@ def _measured_effects(ctx: click.Context, profile) -> dict[str, float] | None:
     except PackError as error:
         raise CasebookError(str(error)) from None
     return effects_near(packs, TaskSignature.of(profile)) if packs else None
+
+
+def _trainer_names() -> list[str]:
+    from agent.engine.trainers import TRAINER_FACTS
+
+    return [name for name, facts in TRAINER_FACTS.items() if facts.family in ("linear", "forest", "gbdt")]
 
 
 @main.command(name="eval")

@@ -4,7 +4,8 @@ It drafts each model family with the retrieved tricks its columns and metric nee
 composite ids; the loss the metric rewards), and improves a node with exactly one retrieved trick not yet
 used on its branch (with probability `trick_prob`), else with a built-in change. Tricks run through the
 recipe catalogue (agent.knowledge.recipes); retrieved solution write-ups, papers and cards alike. With the experience
-packs' measured effects (`trick_effects`), the retrieved tricks are taken in their order (help first, harm last).
+packs' measured effects (`trick_effects`), a node's retrieved tricks are taken in the order measured on its model
+family (help first, harm last).
 
 Ensembling and tuning are the engine's, with or without knowledge: every search ends with the final combination
 (agent.search.tree), and the built-in proposer's Optuna study (agent.search.tuning) tunes a GBDT or forest node
@@ -23,7 +24,7 @@ from typing import Any
 
 from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.trainers import Trainer, trainers_of
-from agent.memory.experience import order_by_effect
+from agent.memory.experience import TrickEffects, order_by_effect
 from agent.memory.proposer import TrickAdvice
 from agent.search.builtin import (
     DRAFT_FAMILIES,
@@ -73,7 +74,7 @@ class KnowledgeTreeProposer(TreeProposer):
 
     def __init__(self, kb, trainers: Mapping[str, Trainer] | None = None, *, trick_prob: float = 0.5, k: int = 40,
                  retrieved: Sequence[Any] | None = None, families: Sequence[str] = DRAFT_FAMILIES,
-                 trick_effects: Mapping[str, float] | None = None, change_order: ChangeOrder | None = None):
+                 trick_effects: TrickEffects | None = None, change_order: ChangeOrder | None = None):
         from agent.knowledge import (
             recipes,  # the executable recipe catalogue; imported here, when knowledge is asked for
         )
@@ -86,8 +87,9 @@ class KnowledgeTreeProposer(TreeProposer):
         self.k = k
         self._retrieved = list(retrieved) if retrieved is not None else None
         self.advice: TrickAdvice | None = None  # the case library's measured effects of tricks (use_memory)
-        # Each trick op's mean gain on the experience packs' nearest pool tasks (agent.memory.experience.effects_near),
-        # None without a pack; and how many retrieved tricks it measured and moved (run.json's experience record).
+        # Each trick op's mean gain per model family on the experience packs' nearest pool tasks
+        # (agent.memory.experience.effects_near), None without a pack; and how many retrieved tricks it measured, on
+        # any family, and moved in some family's order (run.json's experience record).
         self.trick_effects = trick_effects
         self.measured_tricks = 0
         self.reordered_tricks = 0
@@ -107,14 +109,23 @@ class KnowledgeTreeProposer(TreeProposer):
 
             self._retrieved = retrieve(profile, k=self.k, kb=self.kb, executable=True)
         options = self._executable(profile, self._retrieved)
+        if self.trick_effects is not None:
+            measured = self.trick_effects.ops()
+            self.measured_tricks = sum(option.recipe.op in measured for option in options)
+            moved = set()
+            for effects in self.trick_effects.by_family.values():
+                ordered = order_by_effect(options, lambda option: option.recipe.op, effects)
+                moved |= {after.trick.id for before, after in zip(options, ordered, strict=True) if before is not after}
+            self.reordered_tricks = len(moved)
+        return options
+
+    def ordered_for(self, trainer: str, profile: TaskProfile) -> list[_Option]:
+        """The retrieved tricks in experience's order for a node of this trainer: the ones that helped its model
+        family on similar pool tasks first, the untried ones in retrieval order, the ones that hurt it last."""
+        options = self.options(profile)
         if self.trick_effects is None:
             return options
-        # Experience's order: tricks that helped on similar pool tasks first, untried ones in retrieval order, the
-        # ones that hurt last; the improve step's own keys (needed ops, the case library's advice) still come first.
-        ordered = order_by_effect(options, lambda option: option.recipe.op, self.trick_effects)
-        self.measured_tricks = sum(option.recipe.op in self.trick_effects for option in options)
-        self.reordered_tricks = sum(before is not after for before, after in zip(options, ordered, strict=True))
-        return ordered
+        return order_by_effect(options, lambda option: option.recipe.op, self.trick_effects.for_trainer(trainer))
 
     def use_memory(self, advice: TrickAdvice) -> None:
         """Rank tricks by their measured effect on similar tasks (agent.memory): help first, harm last or skipped."""
@@ -235,9 +246,10 @@ class KnowledgeTreeProposer(TreeProposer):
     def improve_with_trick(self, node: Node, profile: TaskProfile, journal: Journal,
                            rng: random.Random | None = None) -> Proposal | None:
         used, ineffective = journal.tricks_on_branch(node)
-        # Retrieval order, but what the task needs comes first (the reference draft was made without it), and a
-        # trick that already failed to beat its parent on other branches goes behind the ones not yet tried: it
-        # is still allowed here (AutoMind's rule is per branch), just not first.
+        # Experience's order for the node's model family (without a pack, retrieval's), but what the task needs
+        # comes first (the reference draft was made without it), and a trick that already failed to beat its parent
+        # on other branches goes behind the ones not yet tried: it is still allowed here (AutoMind's rule is per
+        # branch), just not first.
         failures = {}
         for child in journal:
             if child.action == IMPROVE and child.trick is not None and not child.members \
@@ -245,7 +257,7 @@ class KnowledgeTreeProposer(TreeProposer):
                 failures[child.trick.id] = failures.get(child.trick.id, 0) + 1
         # The case library's advice (agent.memory): measured help first, known harm last or skipped.
         advice = self.advice.for_trainer(node.candidate.trainer) if self.advice is not None else None
-        options = self.options(profile)
+        options = self.ordered_for(node.candidate.trainer, profile)
         skipped = advice.skipped(option.trick for option in options if option.trick.id not in used | ineffective) \
             if advice is not None else ()
         for option in sorted(options, key=lambda option: (

@@ -257,16 +257,16 @@ def read_pack(path: str | Path) -> ExperiencePack:
     return ExperiencePack.from_dict(data)
 
 
-def measured_effects(pack: ExperiencePack, neighbours: Sequence[str]) -> dict[str, float]:
-    """The mean relative gain of each trick op (or built-in change) on the given pool tasks, from the improvements
-    and the changes that made things worse."""
+def measured_gains(pack: ExperiencePack, neighbours: Sequence[str]) -> dict[tuple[str, str], list[float]]:
+    """The relative gains of each (model family, trick op or built-in change) on the given pool tasks, from the
+    improvements and the changes that made things worse."""
     names = set(neighbours)
-    gains: dict[str, list[float]] = {}
+    gains: dict[tuple[str, str], list[float]] = {}
     for memory in pack.memories:
         op, gain = getattr(memory, "op", None), getattr(memory, "gain", None)
         if memory.task_name in names and op and gain is not None:
-            gains.setdefault(op, []).append(float(gain))
-    return {op: sum(values) / len(values) for op, values in gains.items()}
+            gains.setdefault((trainer_facts(memory.trainer or "").family, op), []).append(float(gain))
+    return gains
 
 
 USER_PACKS = "experience"  # the folder of a casebook home that holds the packs a user added
@@ -312,13 +312,50 @@ def portfolio_drafts(packs: Sequence[tuple[Path, ExperiencePack]], signature: Ta
     return drafts
 
 
-def effects_near(packs: Sequence[ExperiencePack], signature: TaskSignature) -> dict[str, float]:
-    """Each trick op's mean measured gain on the nearest pool tasks of every pack (a pack's own neighbours)."""
-    gains: dict[str, list[float]] = {}
+@dataclass(frozen=True)
+class TrickEffects:
+    """Each trick op's mean measured gain on a task's nearest pool tasks, per model family ("linear", "forest",
+    "gbdt"): a trick acts on a family, and what it did to one says little of another. A log target that sent a
+    linear model's errors up twenty-fold on a pool task (its predictions exponentiated) cost a random forest 40% and
+    was never tried on a GBDT there; averaged over families it put the trick last for a GBDT node too."""
+
+    by_family: Mapping[str, Mapping[str, float]]  # family -> op -> mean gain (over packs, each pack's mean)
+    runs: Mapping[str, Mapping[str, int]]  # family -> op -> the measurements behind it
+
+    def for_trainer(self, trainer: str) -> Mapping[str, float]:
+        """The ops measured on this trainer's model family; an op never tried on it is absent (untried)."""
+        return self.by_family.get(trainer_facts(trainer).family, {})
+
+    def ops(self) -> set[str]:
+        return {op for effects in self.by_family.values() for op in effects}
+
+    def overall(self) -> dict[str, float]:
+        """Each op's mean gain over the families that measured it, weighted by their measurements: the order for a
+        listing that names no model."""
+        totals: dict[str, list[float]] = {}
+        for family, effects in self.by_family.items():
+            for op, gain in effects.items():
+                total = totals.setdefault(op, [0.0, 0])
+                total[0] += gain * self.runs[family][op]
+                total[1] += self.runs[family][op]
+        return {op: total / count for op, (total, count) in totals.items()}
+
+
+def effects_near(packs: Sequence[ExperiencePack], signature: TaskSignature) -> TrickEffects:
+    """Each trick op's measured gain per model family on the nearest pool tasks of every pack (a pack's own
+    neighbours): the mean over packs of each pack's mean."""
+    means: dict[tuple[str, str], list[float]] = {}
+    runs: dict[tuple[str, str], int] = {}
     for pack in packs:
-        for op, gain in measured_effects(pack, pack.neighbours(signature)).items():
-            gains.setdefault(op, []).append(gain)
-    return {op: sum(values) / len(values) for op, values in gains.items()}
+        for key, gains in measured_gains(pack, pack.neighbours(signature)).items():
+            means.setdefault(key, []).append(sum(gains) / len(gains))
+            runs[key] = runs.get(key, 0) + len(gains)
+    by_family: dict[str, dict[str, float]] = {}
+    counts: dict[str, dict[str, int]] = {}
+    for (family, op), values in means.items():
+        by_family.setdefault(family, {})[op] = sum(values) / len(values)
+        counts.setdefault(family, {})[op] = runs[(family, op)]
+    return TrickEffects(by_family, counts)
 
 
 def change_key(trainer: str, change: Change) -> str:

@@ -14,9 +14,10 @@ CARDS = [
      "by the mean target of its level, computed out of fold so the encoding never sees its own row's target.",
      "labels": ["General Machine Learning / Classification"], "stage": "feature engineering",
      "recipe": {"op": "target_encoding", "params": {}}},
-    {"id": "tab-seed-bagging-short", "title": "Seed bagging", "text": "Average a LightGBM model over five seeds to "
-     "cut the variance of the cross-validation score.", "labels": ["General Machine Learning / Classification"],
-     "stage": "ensembling", "recipe": None},
+    {"id": "tab-frequency-encoding-short", "title": "Frequency encoding", "text": "Replace a categorical level by how "
+     "often it occurs, a cheap signal for a model that cannot use rare levels.",
+     "labels": ["General Machine Learning / Classification"], "stage": "feature engineering",
+     "recipe": {"op": "frequency_encoding", "params": {}}},
 ]
 
 
