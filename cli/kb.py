@@ -70,7 +70,7 @@ def _print_json(data) -> None:
 
 def _print_tricks(results: list[ScoredTrick], title: str, effects: TrickEffects | None = None) -> None:
     """One block per trick: its id whole on the first line (so it can be given to `kb show`), then its title or
-    competition, its stage and labels (and with `effects`, its op's measured gain per model family on similar pool
+    competition, its stage and labels (and with `effects`, its op's measured gain per model group on similar pool
     tasks), and its text wrapped under them."""
     out.print(title, style="bold", markup=False, highlight=False)
     width = max(_TRICK_INDENT + 40, out.width)  # textwrap counts the indent
@@ -98,12 +98,12 @@ def _effect_words(trick: Trick, effects: TrickEffects) -> str:
     op = _recipe_op(trick)
     if op is None:
         return "no recipe, never measured"
-    measured = [(family, ops[op], effects.runs[family][op]) for family, ops in sorted(effects.by_family.items())
+    measured = [(group, ops[op], effects.runs[group][op]) for group, ops in sorted(effects.by_group.items())
                 if op in ops]
     if not measured:
         return f"{op}: never tried on similar pool tasks"
     return f"{op} on similar pool tasks: " + ", ".join(
-        f"{family} {gain:+.2%} ({count(runs, 'run')})" for family, gain, runs in measured)
+        f"{group} {gain:+.2%} ({count(runs, 'run')})" for group, gain, runs in measured)
 
 
 @click.group(cls=_Commands, context_settings=CONTEXT_SETTINGS)
@@ -257,8 +257,8 @@ def query(ctx, text, k, label, stage, kind, exclude_competition, as_json, quiet)
 @click.option("--no-experience", is_flag=True,
               help="With --task: keep the retrieval's order, not the one the experience packs measured.")
 @click.option("--model", type=LibraryChoice(lambda: _trainer_names()),
-              help="With --task: order by the effects measured on this model's family (linear, forest or GBDT), as "
-                   "the search orders a node's tricks; default: over every family.")
+              help="With --task: order by the effects measured on this model's group (linear models or trees), as "
+                   "the search orders a node's tricks; default: over every group.")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", "-q", is_flag=True, help="Nothing while it works (say, loading the embedding model).")
 @click.pass_context
@@ -300,11 +300,11 @@ def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition
     if as_json:
         def with_effect(result) -> dict[str, Any]:
             op = _recipe_op(result.trick)
-            by_family = None if measured is None or op is None else {
-                family: {"gain": ops[op], "runs": measured.runs[family][op]}
-                for family, ops in sorted(measured.by_family.items()) if op in ops}
+            by_group = None if measured is None or op is None else {
+                group: {"gain": ops[op], "runs": measured.runs[group][op]}
+                for group, ops in sorted(measured.by_group.items()) if op in ops}
             return {**result.to_dict(), "measured_effect": None if effects is None or op is None else effects.get(op),
-                    "measured_by_family": by_family}
+                    "measured_by_group": by_group}
 
         _print_json({"task": profile.name, "labels": list(query.labels), "competition": query.competition,
                      "experience": effects is not None, "model": model,
@@ -315,7 +315,7 @@ def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition
               + (f"; leaving out {query.competition}" if query.competition else ""), highlight=False)
     from kb.records import ScoredTrick
 
-    on = f"a {model} node's family" if model else "every model family"
+    on = f"a {model} node's model group" if model else "every model group"
     order = f", ordered by their measured effect on similar pool tasks ({on})"
     _print_tricks([ScoredTrick(r.trick, r.score) for r in found], count(len(found), "trick")
                   + (order if effects is not None else ""), measured)
@@ -324,7 +324,7 @@ def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition
 
 
 def _measured_effects(ctx: click.Context, profile) -> TrickEffects | None:
-    """Each trick op's gain per model family on the pool tasks nearest this task, over the experience packs in use
+    """Each trick op's gain per model group on the pool tasks nearest this task, over the experience packs in use
     (the bundled one and the home's); None when no pack is in use."""
     from agent.memory.experience import PackError, effects_near, packs_in_use
     from agent.memory.records import TaskSignature

@@ -5,7 +5,7 @@ composite ids; the loss the metric rewards), and improves a node with exactly on
 used on its branch (with probability `trick_prob`), else with a built-in change. Tricks run through the
 recipe catalogue (agent.knowledge.recipes); retrieved solution write-ups, papers and cards alike. With the experience
 packs' measured effects (`trick_effects`), a node's retrieved tricks are taken in the order measured on its model
-family (help first, harm last).
+group, linear or trees (help first, harm last).
 
 Ensembling and tuning are the engine's, with or without knowledge: every search ends with the final combination
 (agent.search.tree), and the built-in proposer's Optuna study (agent.search.tuning) tunes a GBDT or forest node
@@ -87,9 +87,9 @@ class KnowledgeTreeProposer(TreeProposer):
         self.k = k
         self._retrieved = list(retrieved) if retrieved is not None else None
         self.advice: TrickAdvice | None = None  # the case library's measured effects of tricks (use_memory)
-        # Each trick op's mean gain per model family on the experience packs' nearest pool tasks
+        # Each trick op's mean gain per model group on the experience packs' nearest pool tasks
         # (agent.memory.experience.effects_near), None without a pack; and how many retrieved tricks it measured, on
-        # any family, and moved in some family's order (run.json's experience record).
+        # any group, and moved in some group's order (run.json's experience record).
         self.trick_effects = trick_effects
         self.measured_tricks = 0
         self.reordered_tricks = 0
@@ -113,7 +113,7 @@ class KnowledgeTreeProposer(TreeProposer):
             measured = self.trick_effects.ops()
             self.measured_tricks = sum(option.recipe.op in measured for option in options)
             moved = set()
-            for effects in self.trick_effects.by_family.values():
+            for effects in self.trick_effects.by_group.values():
                 ordered = order_by_effect(options, lambda option: option.recipe.op, effects)
                 moved |= {after.trick.id for before, after in zip(options, ordered, strict=True) if before is not after}
             self.reordered_tricks = len(moved)
@@ -121,7 +121,7 @@ class KnowledgeTreeProposer(TreeProposer):
 
     def ordered_for(self, trainer: str, profile: TaskProfile) -> list[_Option]:
         """The retrieved tricks in experience's order for a node of this trainer: the ones that helped its model
-        family on similar pool tasks first, the untried ones in retrieval order, the ones that hurt it last."""
+        group on similar pool tasks first, the untried ones in retrieval order, the ones that hurt it last."""
         options = self.options(profile)
         if self.trick_effects is None:
             return options
@@ -246,7 +246,7 @@ class KnowledgeTreeProposer(TreeProposer):
     def improve_with_trick(self, node: Node, profile: TaskProfile, journal: Journal,
                            rng: random.Random | None = None) -> Proposal | None:
         used, ineffective = journal.tricks_on_branch(node)
-        # Experience's order for the node's model family (without a pack, retrieval's), but what the task needs
+        # Experience's order for the node's model group (without a pack, retrieval's), but what the task needs
         # comes first (the reference draft was made without it), and a trick that already failed to beat its parent
         # on other branches goes behind the ones not yet tried: it is still allowed here (AutoMind's rule is per
         # branch), just not first.

@@ -257,15 +257,24 @@ def read_pack(path: str | Path) -> ExperiencePack:
     return ExperiencePack.from_dict(data)
 
 
+TREE_FAMILIES = ("forest", "gbdt")
+
+
+def model_group(trainer: str) -> str:
+    """"trees" for a forest or a GBDT, else the trainer's family ("linear"; "custom" for a user's own trainer)."""
+    family = trainer_facts(trainer).family
+    return "trees" if family in TREE_FAMILIES else family
+
+
 def measured_gains(pack: ExperiencePack, neighbours: Sequence[str]) -> dict[tuple[str, str], list[float]]:
-    """The relative gains of each (model family, trick op or built-in change) on the given pool tasks, from the
+    """The relative gains of each (model group, trick op or built-in change) on the given pool tasks, from the
     improvements and the changes that made things worse."""
     names = set(neighbours)
     gains: dict[tuple[str, str], list[float]] = {}
     for memory in pack.memories:
         op, gain = getattr(memory, "op", None), getattr(memory, "gain", None)
         if memory.task_name in names and op and gain is not None:
-            gains.setdefault((trainer_facts(memory.trainer or "").family, op), []).append(float(gain))
+            gains.setdefault((model_group(memory.trainer or ""), op), []).append(float(gain))
     return gains
 
 
@@ -314,35 +323,37 @@ def portfolio_drafts(packs: Sequence[tuple[Path, ExperiencePack]], signature: Ta
 
 @dataclass(frozen=True)
 class TrickEffects:
-    """Each trick op's mean measured gain on a task's nearest pool tasks, per model family ("linear", "forest",
-    "gbdt"): a trick acts on a family, and what it did to one says little of another. A log target that sent a
-    linear model's errors up twenty-fold on a pool task (its predictions exponentiated) cost a random forest 40% and
-    was never tried on a GBDT there; averaged over families it put the trick last for a GBDT node too."""
+    """Each trick op's mean measured gain on a task's nearest pool tasks, per model group (`model_group`: linear
+    models, tree models). A linear model extrapolates, so a target or feature transform changes the function it
+    fits: a log target sent linear models' errors up twenty-fold on a pool task, their predictions exponentiated.
+    Trees predict leaf averages whatever the transform; averaged with the linear runs, that measurement put the
+    trick last for a GBDT node too. Forests and GBDTs are one group: split further, one CatBoost measurement of a
+    power transform (-0.04%) outweighed two forest ones (+13%) for a LightGBM node."""
 
-    by_family: Mapping[str, Mapping[str, float]]  # family -> op -> mean gain (over packs, each pack's mean)
-    runs: Mapping[str, Mapping[str, int]]  # family -> op -> the measurements behind it
+    by_group: Mapping[str, Mapping[str, float]]  # group -> op -> mean gain (over packs, each pack's mean)
+    runs: Mapping[str, Mapping[str, int]]  # group -> op -> the measurements behind it
 
     def for_trainer(self, trainer: str) -> Mapping[str, float]:
-        """The ops measured on this trainer's model family; an op never tried on it is absent (untried)."""
-        return self.by_family.get(trainer_facts(trainer).family, {})
+        """The ops measured on this trainer's model group; an op never tried on it is absent (untried)."""
+        return self.by_group.get(model_group(trainer), {})
 
     def ops(self) -> set[str]:
-        return {op for effects in self.by_family.values() for op in effects}
+        return {op for effects in self.by_group.values() for op in effects}
 
     def overall(self) -> dict[str, float]:
-        """Each op's mean gain over the families that measured it, weighted by their measurements: the order for a
+        """Each op's mean gain over the groups that measured it, weighted by their measurements: the order for a
         listing that names no model."""
         totals: dict[str, list[float]] = {}
-        for family, effects in self.by_family.items():
+        for group, effects in self.by_group.items():
             for op, gain in effects.items():
                 total = totals.setdefault(op, [0.0, 0])
-                total[0] += gain * self.runs[family][op]
-                total[1] += self.runs[family][op]
+                total[0] += gain * self.runs[group][op]
+                total[1] += self.runs[group][op]
         return {op: total / count for op, (total, count) in totals.items()}
 
 
 def effects_near(packs: Sequence[ExperiencePack], signature: TaskSignature) -> TrickEffects:
-    """Each trick op's measured gain per model family on the nearest pool tasks of every pack (a pack's own
+    """Each trick op's measured gain per model group on the nearest pool tasks of every pack (a pack's own
     neighbours): the mean over packs of each pack's mean."""
     means: dict[tuple[str, str], list[float]] = {}
     runs: dict[tuple[str, str], int] = {}
@@ -350,12 +361,12 @@ def effects_near(packs: Sequence[ExperiencePack], signature: TaskSignature) -> T
         for key, gains in measured_gains(pack, pack.neighbours(signature)).items():
             means.setdefault(key, []).append(sum(gains) / len(gains))
             runs[key] = runs.get(key, 0) + len(gains)
-    by_family: dict[str, dict[str, float]] = {}
+    by_group: dict[str, dict[str, float]] = {}
     counts: dict[str, dict[str, int]] = {}
-    for (family, op), values in means.items():
-        by_family.setdefault(family, {})[op] = sum(values) / len(values)
-        counts.setdefault(family, {})[op] = runs[(family, op)]
-    return TrickEffects(by_family, counts)
+    for (group, op), values in means.items():
+        by_group.setdefault(group, {})[op] = sum(values) / len(values)
+        counts.setdefault(group, {})[op] = runs[(group, op)]
+    return TrickEffects(by_group, counts)
 
 
 def change_key(trainer: str, change: Change) -> str:

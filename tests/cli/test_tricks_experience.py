@@ -1,6 +1,6 @@
-"""`kb tricks --task` beside an experience pack: each trick shows its op's measured effect per model family on the
-nearest pool tasks, and a trick whose op hurt there goes after the ones never tried (with --model, on that model's
-family only); --no-experience keeps the retrieval's order."""
+"""`kb tricks --task` beside an experience pack: each trick shows its op's measured effect per model group (linear
+models, trees) on the nearest pool tasks, and a trick whose op hurt there goes after the ones never tried (with
+--model, on that model's group only); --no-experience keeps the retrieval's order."""
 
 from __future__ import annotations
 
@@ -46,19 +46,20 @@ def test_tricks_for_a_task_show_and_order_by_the_measured_effect(cards_home, tmp
 
     plain, retrieval = order("--no-experience")
     assert plain["experience"] is False and sorted(retrieval) == sorted([FREQUENCY_ID, LONG_ID])
-    # Over every family: both hurt, frequency encoding more.
+    # Over every group: both hurt, frequency encoding more.
     ordered, ids = order()
     assert ordered["experience"] is True and ids == [LONG_ID, FREQUENCY_ID]
     [measured] = [t for t in ordered["tricks"] if t["id"] == LONG_ID]
     assert measured["measured_effect"] == -0.02
-    assert measured["measured_by_family"] == {"gbdt": {"gain": -0.02, "runs": 1}}
-    # A GBDT node: target encoding hurt its family, frequency encoding was never tried on it.
+    assert measured["measured_by_group"] == {"trees": {"gain": -0.02, "runs": 1}}
+    # A GBDT node: target encoding hurt a tree model, frequency encoding was never tried on one.
     assert order("--model", "xgboost")[1] == [FREQUENCY_ID, LONG_ID]
+    assert order("--model", "random_forest")[1] == [FREQUENCY_ID, LONG_ID]  # a forest: trees too, measured on a GBDT
     # A linear node: the other way round.
     linear, ids = order("--model", "linear")
     assert ids == [LONG_ID, FREQUENCY_ID]
     assert [t["measured_effect"] for t in linear["tricks"]] == [None, -0.05]
 
     shown = CliRunner().invoke(kb, ["--home", str(home), "tricks", "--task", str(task), "--papers", "0"]).output
-    assert "target_encoding on similar pool tasks: gbdt -2.00% (1 run)" in shown
+    assert "target_encoding on similar pool tasks: trees -2.00% (1 run)" in shown
     assert "frequency_encoding on similar pool tasks: linear -5.00% (1 run)" in shown

@@ -1,7 +1,7 @@
-"""The knowledge proposer takes a node's retrieved tricks in the order experience measured on the node's model family:
-a trick whose op helped that family on the nearest pool tasks first, the ones never tried on it in retrieval order,
-one whose op hurt it last; the improve step then picks the helped one first. What another family measured leaves the
-order alone. Real tricks, retrieved from a knowledge base of the bundled cards."""
+"""The knowledge proposer takes a node's retrieved tricks in the order experience measured on the node's model group
+(linear models, trees): a trick whose op helped that group on the nearest pool tasks first, the ones never tried on it
+in retrieval order, one whose op hurt it last; the improve step then picks the helped one first. What the other group
+measured leaves the order alone. Real tricks, retrieved from a knowledge base of the bundled cards."""
 
 from __future__ import annotations
 
@@ -35,15 +35,15 @@ def test_retrieved_tricks_follow_their_measured_effect(make_kb, tmp_path):
                   and (changed := plain.apply_option(option, XGBOOST)) is not None
                   and changed[0].trainer == "xgboost")
     hurt = first.trick.op
-    gbdt = {helped: 0.03, hurt: -0.01, "an_op_nothing_retrieved_has": 0.5}
-    # A linear model measured the opposite: the GBDT node's order must not follow it.
+    trees = {helped: 0.03, hurt: -0.01, "an_op_nothing_retrieved_has": 0.5}
+    # Linear models measured the opposite: the GBDT node's order must not follow them.
     linear = {helped: -0.4, hurt: 0.2}
-    effects = TrickEffects({"gbdt": gbdt, "linear": linear},
-                           {"gbdt": dict.fromkeys(gbdt, 1), "linear": dict.fromkeys(linear, 2)})
+    effects = TrickEffects({"trees": trees, "linear": linear},
+                           {"trees": dict.fromkeys(trees, 1), "linear": dict.fromkeys(linear, 2)})
 
     ordered = KnowledgeTreeProposer(base, trick_effects=effects)
     ids = [option.trick.id for option in ordered.options(attrition)]
-    assert ids == [option.trick.id for option in retrieved]  # the options stay as retrieved; a node's family orders
+    assert ids == [option.trick.id for option in retrieved]  # the options stay as retrieved; a node's group orders
     options = ordered.ordered_for("xgboost", attrition)
     ops = [option.recipe.op for option in retrieved]
     expected = [op for op in ops if op == helped] + [op for op in ops if op not in (helped, hurt)] + \
