@@ -390,6 +390,14 @@ def trainer_facts(name: str) -> TrainerFacts:
     return TRAINER_FACTS.get(name, _NO_FACTS)
 
 
+def model_group(name: str) -> str:
+    """"trees" for a forest or a GBDT, else the trainer's family ("linear"; "custom" for a user's own trainer): what
+    a trick does to a model differs most between a linear model, which extrapolates, and trees, which average
+    leaves (agent.memory reads measured effects by it)."""
+    family = trainer_facts(name).family
+    return "trees" if family in ("forest", "gbdt") else family
+
+
 def trainers_of(*families: str) -> tuple[str, ...]:
     return tuple(name for name, facts in TRAINER_FACTS.items() if facts.family in families)
 

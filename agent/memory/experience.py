@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agent.candidate import SolutionCandidate
-from agent.engine.trainers import trainer_facts
+from agent.engine.trainers import model_group, trainer_facts
 from agent.memory.change import Change
 from agent.memory.portfolio import config_key, nearest, normalised_error, order_for, select_portfolio
 from agent.memory.records import Memory, TaskMemory, TaskSignature, memory_from_dict
@@ -257,15 +257,6 @@ def read_pack(path: str | Path) -> ExperiencePack:
     return ExperiencePack.from_dict(data)
 
 
-TREE_FAMILIES = ("forest", "gbdt")
-
-
-def model_group(trainer: str) -> str:
-    """"trees" for a forest or a GBDT, else the trainer's family ("linear"; "custom" for a user's own trainer)."""
-    family = trainer_facts(trainer).family
-    return "trees" if family in TREE_FAMILIES else family
-
-
 def measured_gains(pack: ExperiencePack, neighbours: Sequence[str]) -> dict[tuple[str, str], list[float]]:
     """The relative gains of each (model group, trick op or built-in change) on the given pool tasks, from the
     improvements and the changes that made things worse."""
@@ -323,12 +314,12 @@ def portfolio_drafts(packs: Sequence[tuple[Path, ExperiencePack]], signature: Ta
 
 @dataclass(frozen=True)
 class TrickEffects:
-    """Each trick op's mean measured gain on a task's nearest pool tasks, per model group (`model_group`: linear
-    models, tree models). A linear model extrapolates, so a target or feature transform changes the function it
-    fits: a log target sent linear models' errors up twenty-fold on a pool task, their predictions exponentiated.
-    Trees predict leaf averages whatever the transform; averaged with the linear runs, that measurement put the
-    trick last for a GBDT node too. Forests and GBDTs are one group: split further, one CatBoost measurement of a
-    power transform (-0.04%) outweighed two forest ones (+13%) for a LightGBM node."""
+    """Each trick op's mean measured gain on a task's nearest pool tasks, per model group (linear models, trees:
+    agent.engine.trainers.model_group). A linear model extrapolates, so a target or feature transform changes the
+    function it fits: a log target sent linear models' errors up twenty-fold on a pool task, their predictions
+    exponentiated. Trees predict leaf averages whatever the transform; averaged with the linear runs, that
+    measurement put the trick last for a GBDT node too. Forests and GBDTs are one group: split further, one CatBoost
+    measurement of a power transform (-0.04%) outweighed two forest ones (+13%) for a LightGBM node."""
 
     by_group: Mapping[str, Mapping[str, float]]  # group -> op -> mean gain (over packs, each pack's mean)
     runs: Mapping[str, Mapping[str, int]]  # group -> op -> the measurements behind it

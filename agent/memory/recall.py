@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from agent.engine.trainers import model_group
 from agent.memory.records import (
     IMPROVEMENT,
     Effect,
@@ -25,6 +26,7 @@ from agent.memory.records import (
     SimilarTask,
     SolutionMemory,
     TaskMemory,
+    on_group,
     on_trainer,
     recipe_key,
 )
@@ -56,19 +58,26 @@ def scored_recall(own: str, similar: Sequence[SimilarTask], measured: Iterable[P
                   failures: Iterable[NegativeMemory], similarity: Mapping[str, Similarity], *,
                   reuse_own: bool) -> Recall:
     """The recall of task `own`: the effects `measured` on the `similar` tasks (improvements and WORSE memories)
-    by trick, recipe and op, overall and per model family; and the `failures` a debug step repaired."""
+    by trick, recipe and op, overall, per trainer and per model group; and the `failures` a debug step repaired."""
     weights = {task.task.task_key: max(task.similarity, MIN_WEIGHT) for task in similar}
     measured = list(measured)
     tricks = [memory for memory in measured if memory.trick is not None]
-    trick_effects = {**_effects(tricks, weights, lambda memory: memory.trick.id),
-                     **_effects(tricks, weights, lambda memory: on_trainer(memory.trick.id, memory.trainer))}
-    recipe_effects = {**_effects(tricks, weights, lambda memory: recipe_key(memory.trick)),
-                      **_effects(tricks, weights, lambda memory: on_trainer(recipe_key(memory.trick), memory.trainer))}
+    trick_effects = _by_model(tricks, weights, lambda memory: memory.trick.id)
+    recipe_effects = _by_model(tricks, weights, lambda memory: recipe_key(memory.trick))
     op_effects = _effects(measured, weights, lambda memory: memory.op)
     errors = tuple(sorted((PastError(memory, similarity[memory.task_key].mean) for memory in failures
                            if memory.repair is not None),
                           key=lambda error: (-error.similarity, error.memory.created_at)))
     return Recall(own, tuple(similar), trick_effects, recipe_effects, op_effects, errors, reuse_own)
+
+
+def _by_model(memories: Sequence[PositiveMemory | NegativeMemory], weights: Mapping[str, float],
+              key_of: Callable[[PositiveMemory | NegativeMemory], str]) -> dict[str, Effect]:
+    """The effects by `key_of(memory)` over every model, on each trainer (on_trainer) and on each model group
+    (on_group)."""
+    return {**_effects(memories, weights, key_of),
+            **_effects(memories, weights, lambda memory: on_trainer(key_of(memory), memory.trainer)),
+            **_effects(memories, weights, lambda memory: on_group(key_of(memory), model_group(memory.trainer or "")))}
 
 
 def _effects(memories: Iterable[PositiveMemory | NegativeMemory], weights: Mapping[str, float],

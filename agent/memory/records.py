@@ -19,6 +19,7 @@ from typing import Any
 
 from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.spec import SolutionSpec
+from agent.engine.trainers import model_group
 from agent.memory.change import Change
 from agent.memory.text import message_key, size_word
 from agent.search.fit_time import TableShape
@@ -380,8 +381,13 @@ def recipe_key(trick: AppliedTrick) -> str:
 
 
 def on_trainer(key: str, trainer: str) -> str:
-    """The key of an effect measured on one model family."""
+    """The key of an effect measured on one trainer."""
     return f"{key} on {trainer}"
+
+
+def on_group(key: str, group: str) -> str:
+    """The key of an effect measured on one model group (agent.engine.trainers.model_group)."""
+    return f"{key} on {group} models"
 
 
 @dataclass(frozen=True)
@@ -392,9 +398,9 @@ class Recall:
 
     task_key: str
     similar: tuple[SimilarTask, ...] = ()
-    # By trick id, and by on_trainer(trick id, trainer) for the effect on one model family.
+    # By trick id, by on_trainer(trick id, trainer) and by on_group(trick id, model group).
     trick_effects: Mapping[str, Effect] = field(default_factory=dict)
-    # By recipe_key (the same recipe, whichever trick carried it), and by on_trainer(recipe key, trainer).
+    # By recipe_key (the same recipe, whichever trick carried it), by on_trainer and by on_group of it.
     recipe_effects: Mapping[str, Effect] = field(default_factory=dict)
     op_effects: Mapping[str, Effect] = field(default_factory=dict)  # by op, built-in changes included
     errors: tuple[PastError, ...] = ()
@@ -402,10 +408,12 @@ class Recall:
 
     def effect(self, trick: AppliedTrick, trainer: str | None = None) -> Effect | None:
         """The measured effect of a trick: of the trick itself, else of the same recipe (op and parameters) that
-        another trick carried; on the model family `trainer` when it was measured there (class weights may help a
-        linear model and hurt a GBDT), else on any."""
+        another trick carried. For a node of `trainer`, as measured on that trainer, else on its model group: what a
+        trick did to a linear model says little of trees (class weights may help one and hurt the other; a log
+        target can wreck a linear model's predictions and help a GBDT's). Without a trainer, on any model."""
         for effects, key in ((self.trick_effects, trick.id), (self.recipe_effects, recipe_key(trick))):
-            found = (trainer is not None and effects.get(on_trainer(key, trainer))) or effects.get(key)
+            found = effects.get(key) if trainer is None else (
+                effects.get(on_trainer(key, trainer)) or effects.get(on_group(key, model_group(trainer))))
             if found:
                 return found
         return None

@@ -156,6 +156,13 @@ def test_improve_steps_rank_tricks_by_their_measured_effect_on_similar_tasks(tas
     advice = TrickAdvice(store.recall(attrition))
     assert advice.order(weights)[0] == 0  # over both models it helped
     assert advice.for_trainer("linear").order(weights)[0] == 0 and advice.for_trainer("xgboost").order(weights)[0] == 2
+    # A forest was never measured: its model group's (trees: the GBDT's harm) decides, not the linear model's help.
+    assert advice.for_trainer("random_forest").order(weights)[0] == 2
+    # Measured on a linear model only, a trick is untried for trees.
+    measure(credit, "tab-winsorize-heavy-tails", 0.70, linear)
+    advice = TrickAdvice(store.recall(attrition))
+    clipped = applied("tab-winsorize-heavy-tails")
+    assert advice.for_trainer("linear").order(clipped)[0] == 2 and advice.for_trainer("catboost").order(clipped)[0] == 1
 
     # The memory proposer hands the advice to the knowledge proposer it wraps.
     wrapped = KnowledgeTreeProposer(None, retrieved=cards)
