@@ -35,6 +35,12 @@ err = Console(stderr=True)
 _TRICK_INDENT = 12  # under the id, past the rank and the score
 
 
+def _trainer_names() -> list[str]:
+    from agent.engine.trainers import TRAINER_FACTS
+
+    return [name for name, facts in TRAINER_FACTS.items() if facts.family in ("linear", "forest", "gbdt")]
+
+
 def _records():
     from kb import records
 
@@ -98,12 +104,11 @@ def _effect_words(trick: Trick, effects: TrickEffects) -> str:
     op = _recipe_op(trick)
     if op is None:
         return "no recipe, never measured"
-    measured = [(group, ops[op], effects.runs[group][op]) for group, ops in sorted(effects.by_group.items())
-                if op in ops]
+    measured = effects.of_op(op)
     if not measured:
         return f"{op}: never tried on similar pool tasks"
     return f"{op} on similar pool tasks: " + ", ".join(
-        f"{group} {gain:+.2%} ({count(runs, 'run')})" for group, gain, runs in measured)
+        f"{group} {gain:+.2%} ({count(runs, 'run')})" for group, (gain, runs) in measured.items())
 
 
 @click.group(cls=_Commands, context_settings=CONTEXT_SETTINGS)
@@ -256,7 +261,7 @@ def query(ctx, text, k, label, stage, kind, exclude_competition, as_json, quiet)
               help="With --task: only tricks with a recipe, the ones `agent solve --use-kb` can run.")
 @click.option("--no-experience", is_flag=True,
               help="With --task: keep the retrieval's order, not the one the experience packs measured.")
-@click.option("--model", type=LibraryChoice(lambda: _trainer_names()),
+@click.option("--model", type=LibraryChoice(_trainer_names),
               help="With --task: order by the effects measured on this model's group (linear models or trees), as "
                    "the search orders a node's tricks; default: over every group.")
 @click.option("--json", "as_json", is_flag=True)
@@ -301,8 +306,7 @@ def tricks(ctx, task_type, task_dir, k, stage, kind, papers, exclude_competition
         def with_effect(result) -> dict[str, Any]:
             op = _recipe_op(result.trick)
             by_group = None if measured is None or op is None else {
-                group: {"gain": ops[op], "runs": measured.runs[group][op]}
-                for group, ops in sorted(measured.by_group.items()) if op in ops}
+                group: {"gain": gain, "runs": runs} for group, (gain, runs) in measured.of_op(op).items()}
             return {**result.to_dict(), "measured_effect": None if effects is None or op is None else effects.get(op),
                     "measured_by_group": by_group}
 
@@ -334,12 +338,6 @@ def _measured_effects(ctx: click.Context, profile) -> TrickEffects | None:
     except PackError as error:
         raise CasebookError(str(error)) from None
     return effects_near(packs, TaskSignature.of(profile)) if packs else None
-
-
-def _trainer_names() -> list[str]:
-    from agent.engine.trainers import TRAINER_FACTS
-
-    return [name for name, facts in TRAINER_FACTS.items() if facts.family in ("linear", "forest", "gbdt")]
 
 
 @main.command(name="eval")

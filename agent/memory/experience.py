@@ -331,6 +331,11 @@ class TrickEffects:
     def ops(self) -> set[str]:
         return {op for effects in self.by_group.values() for op in effects}
 
+    def of_op(self, op: str) -> dict[str, tuple[float, int]]:
+        """Each group that measured the op: its mean gain and its runs, by group name."""
+        return {group: (effects[op], self.runs[group][op]) for group, effects in sorted(self.by_group.items())
+                if op in effects}
+
     def overall(self) -> dict[str, float]:
         """Each op's mean gain over the groups that measured it, weighted by their measurements: the order for a
         listing that names no model."""
