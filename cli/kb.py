@@ -35,10 +35,10 @@ err = Console(stderr=True)
 _TRICK_INDENT = 12  # under the id, past the rank and the score
 
 
-def _trainer_names() -> list[str]:
-    from agent.engine.trainers import TRAINER_FACTS
+def _trainer_names() -> tuple[str, ...]:
+    from agent.engine.trainers import trainers_of
 
-    return [name for name, facts in TRAINER_FACTS.items() if facts.family in ("linear", "forest", "gbdt")]
+    return trainers_of("linear", "forest", "gbdt")
 
 
 def _records():

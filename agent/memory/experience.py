@@ -339,13 +339,8 @@ class TrickEffects:
     def overall(self) -> dict[str, float]:
         """Each op's mean gain over the groups that measured it, weighted by their measurements: the order for a
         listing that names no model."""
-        totals: dict[str, list[float]] = {}
-        for group, effects in self.by_group.items():
-            for op, gain in effects.items():
-                total = totals.setdefault(op, [0.0, 0])
-                total[0] += gain * self.runs[group][op]
-                total[1] += self.runs[group][op]
-        return {op: total / count for op, (total, count) in totals.items()}
+        return {op: sum(gain * runs for gain, runs in measured.values()) / sum(runs for _, runs in measured.values())
+                for op in self.ops() if (measured := self.of_op(op))}
 
 
 def effects_near(packs: Sequence[ExperiencePack], signature: TaskSignature) -> TrickEffects:
