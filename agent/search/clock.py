@@ -3,9 +3,10 @@
 A `BudgetClock` is started once from the settings (`starting`), and a search is given what is left of it
 (`from_now`). The search stops drawing nodes at `search_deadline`: the budget's end less the time kept back for the
 final refit (a measured estimate: each fold's fit seconds, scaled to every row), the final blend and the outputs. Each
-node's time cap (`node_deadline`) is what is left before it, and at most `node_share` of the budget; on a large table
-a node promoted from the exploration sample may take twice that (`full_rows_deadline`). The final fit has what is
-left before the outputs (`refit_seconds_left`).
+node's time cap (`node_deadline`) is what is left before it, and at most `node_share` of the budget: what a node is
+sized for; its CV runs until `run_deadline`, which lets one whose folds project it a little past the node share
+finish. On a large table a node promoted from the exploration sample may take twice the share
+(`full_rows_deadline`). The final fit has what is left before the outputs (`refit_seconds_left`).
 """
 
 from __future__ import annotations
@@ -22,12 +23,18 @@ from agent.verify.findings import Evidence
 TYPICAL_BLEND_SIZE = 4  # members greedy selection keeps, as a rule, from the best verified nodes
 REFIT_SHARE = 0.35  # one fit on all rows, as a share of a 5-fold CV's seconds, when the folds' fits were not timed
 # A refit's estimate: each model's mean fold fit scaled to every row, times this margin, plus once the seconds of
-# starting the refit's process and sending it the data (a blend's members are refit in one process). Measured on 24
-# runs of the ablation bench (120 s, 10 tables), refits took 0.2-0.4 of the estimate at a margin of 1.5 with the
-# start-up counted per member, and the search stopped with 12-28 s of the budget unused: the folds' fits include
-# early stopping's patience rounds and validation scoring, which a refit at the stopped rounds does not repeat.
-REFIT_MARGIN, REFIT_OVERHEAD = 1.0, 2.0
+# starting the refit's process and sending it the data (a blend's members are refit in one process). The folds' fits
+# include early stopping's patience rounds and validation scoring, which a refit at the stopped rounds does not
+# repeat. Measured on the 288 refits in the benches' run folders (60-300 s budgets, 1-7 members): at 1.0 and 2.0 s
+# none took more than its estimate, which kept back 6.2 s on average; at 0.9 and 1.0 s, 2 took more (by at most
+# 1.6 s, where the fold models' average stands in) and 4.8 s is kept back.
+REFIT_MARGIN, REFIT_OVERHEAD = 0.9, 1.0
 REFIT_MAX_SHARE = 0.25  # the most of the budget kept back for the refit; beyond it, the fold models' average is kept
+# How far past its cap a running CV may go when its folds project it there, never past the time its search leaves
+# it: a node sized to its cap lands on either side of it, and a CV stopped over it throws away the folds it ran.
+# Of the 369 CVs the benches' run folders show stopped on their projection while the node share was their cap, 75
+# projected at most 1.2 times it: 665 s of folds thrown away, where 789 s more would have verified them.
+OVERRUN = 1.2
 # Seconds for what follows the search: submission.csv, solution.py, run.json and report.html (its matplotlib
 # figures), measured at about 1-2 s.
 OUTPUT_SECONDS = 3.0
@@ -104,13 +111,18 @@ class BudgetClock:
                 "kept for the final refit and the outputs")
 
     def node_deadline(self, search_deadline: float, shares: float = 1.0) -> float:
-        """When a node must stop: after at most `shares` node shares of the budget, and early enough before
-        `search_deadline` that its own refit, which the time kept back grows by once it is verified (REFIT_SHARE of
-        its CV), fits too."""
+        """A node's cap, which it is sized to fit in: at most `shares` node shares of the budget from now, and early
+        enough before `search_deadline` that its own refit, which the time kept back grows by once it is verified
+        (REFIT_SHARE of its CV), fits too."""
         now = time.monotonic()
         if self.budget is None:
             return search_deadline
         return min(now + (search_deadline - now) / (1 + REFIT_SHARE), now + shares * self.settings.node_share * self.budget)
+
+    def run_deadline(self, search_deadline: float) -> float:
+        """When a node's CV must stop: its cap (node_deadline) with OVERRUN node shares, so that a CV whose folds
+        project it a little past the share finishes; never later than the cap's rule before `search_deadline`."""
+        return self.node_deadline(search_deadline, OVERRUN)
 
     def full_rows_deadline(self, search_deadline: float, explored: Evidence, full_rows: int) -> float:
         """When a node promoted from the exploration sample must stop its CV on every row: it may take two node

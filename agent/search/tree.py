@@ -355,7 +355,7 @@ class TreeSearch:
 
         def evaluate() -> Evaluated:
             if explore is None:
-                spec, evidence = evaluator.evaluate_candidate(sized, dataset, self.clock.node_deadline(search_deadline),
+                spec, evidence = evaluator.evaluate_candidate(sized, dataset, self.clock.run_deadline(search_deadline),
                                                               predict_test=True, gate=gate)
                 exploration, scored_on = None, FULL
             else:  # promotion compares it with the journal as it stands when its sample CV is done

@@ -287,6 +287,17 @@ def test_rows_within_inverts_the_refit_estimate_and_the_fastest_node_is_timed_on
     assert fastest_node_seconds(Journal()) == 0.0
 
 
+def test_a_running_cv_may_go_a_little_past_its_cap_but_never_past_what_the_search_leaves_it():
+    clock = BudgetClock.starting(SearchSettings(time_budget=100.0, node_share=0.25))
+    far = clock.deadline - 5.0  # the search has 95 s left: the node share (25 s) is the cap
+    now = time.monotonic()
+    cap, limit = clock.node_deadline(far) - now, clock.run_deadline(far) - now
+    assert cap == pytest.approx(25.0, abs=0.5) and cap + 1.0 < limit < 2 * cap
+    near = time.monotonic() + 10.0  # 10 s left: the refit's room bounds both, and the limit is the cap
+    limit = clock.run_deadline(near)
+    assert limit == pytest.approx(clock.node_deadline(near), abs=0.01) and limit < near
+
+
 def test_nodes_verified_on_the_sample_only_are_improved_when_none_could_be_cross_validated_on_every_row():
     # A table so large that no CV on every row fits: the search improves what it explored rather than stop.
     journal = Journal([Node(i, None, "draft", "", _candidate(), None, "", EXPLORED, score, score, scored_on=SAMPLE,
