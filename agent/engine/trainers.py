@@ -283,6 +283,9 @@ class TrainerFacts:
     # round so far (XGBoost and LightGBM, through their early-stopping callbacks), FROM_EARLIER_FOLDS from the trees
     # the CV's earlier folds kept (CatBoost, on every fold but the first); None: it does not.
     adaptive_patience: str | None = None
+    # Parameters that act only on the categorical columns the model is handed as categories (the native_categorical
+    # step): a change of them alone changes nothing for a node that encodes every categorical as numbers.
+    categorical_params: tuple[str, ...] = ()
 
     def variations_for(self, classification: bool) -> tuple[Variation, ...]:
         if classification or self.regression_variations is None:
@@ -367,7 +370,7 @@ TRAINER_FACTS: dict[str, TrainerFacts] = {
     # built-in change.
     "catboost": TrainerFacts(
         "gbdt", "iterations", 500, "learning_rate", 0.05, seed_dependent=True, aliases=("cat",),
-        adaptive_patience=FROM_EARLIER_FOLDS,
+        adaptive_patience=FROM_EARLIER_FOLDS, categorical_params=("max_ctr_complexity",),
         variations=(("combinations of up to 4 categorical features", {"max_ctr_complexity": 4}),
                     ("deeper trees", {"depth": 8}), ("shallower trees", {"depth": 4}),
                     ("stronger L2 on the leaves", {"l2_leaf_reg": 10.0}),

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.spec import ENCODING_OPS, Step, insert_before, replace_step
-from agent.engine.steps import LOG_TARGET
+from agent.engine.steps import BUILTIN_STEPS, LOG_TARGET
 from agent.engine.trainers import (
     Trainer,
     size_class,
@@ -42,6 +42,8 @@ DRAFT_FAMILIES = ("linear", "lightgbm", "random_forest", "catboost", "hist_gradi
 # the parent's candidate and its changes (why, candidate) in the order below -> the order to try them in.
 ChangeOrder = Callable[[SolutionCandidate, list[tuple[str, SolutionCandidate]]], list[tuple[str, SolutionCandidate]]]
 TEXT_OPS = ("tfidf_text", "tfidf_svd")  # a draft made elsewhere with neither gets the built-in drafts' text features
+NATIVE_CATEGORICAL = "native_categorical"  # the step that hands a model its categorical columns as categories
+INDICATED_KINDS = ("numeric", "categorical", "datetime")  # the columns a pipeline keeps when it flags missing values
 
 
 def log_target_fits(profile: TaskProfile) -> bool:
@@ -185,10 +187,14 @@ class BuiltinTreeProposer(TreeProposer):
                             replace(base, target_transform=LOG_TARGET)))
         stopping = base.params.get("early_stopping_rounds")
         patience = {} if stopping is None else {"early_stopping_rounds": stopping}
-        for why, params in trainer_facts(base.trainer).variations_for(profile.task_type in CLASSIFICATION):
+        ops = _ops(base)
+        facts = trainer_facts(base.trainer)
+        categories = NATIVE_CATEGORICAL in ops and bool(profile.column_infos("categorical"))
+        for why, params in facts.variations_for(profile.task_type in CLASSIFICATION):
+            if not categories and set(params) <= set(facts.categorical_params):
+                continue  # no categorical column reaches the model: the change would score as its parent
             # the patience stays the one the table's size set (TrainerFacts.params_for)
             changes.append((why, replace(base, params={**base.params, **params, **patience})))
-        ops = _ops(base)
         high_cardinality = [c.name for c in profile.column_infos("categorical") if c.cardinality > 15]
         if high_cardinality and "target_encoding" not in ops:
             encoder = next((op for op in ops if op in ENCODERS), None)
@@ -204,7 +210,7 @@ class BuiltinTreeProposer(TreeProposer):
             if small:
                 changes.append(("one-hot columns instead of ordinal codes for the low-cardinality categoricals",
                                 replace(base, steps=replace_step(base.steps, "ordinal_encoding", Step("one_hot")))))
-        if profile.missing_share > 0 and "missing_indicators" not in ops:
+        if _indicated_columns(profile) and "missing_indicators" not in ops:
             changes.append(("add missing-value indicator columns: missingness itself can carry signal",
                             replace(base, steps=insert_before(base.steps, [Step("missing_indicators")],
                                                                ("impute_numeric", "impute_categorical", *ENCODERS)))))
@@ -250,3 +256,9 @@ class BuiltinTreeProposer(TreeProposer):
         return Proposal(candidate, f"debug node {node.id} ({node.candidate.trainer}): {diagnosis}")
 
 
+def _indicated_columns(profile: TaskProfile) -> list[str]:
+    """The columns the missing_indicators step would flag: those its features keep (not the id or text columns)
+    missing in at least its min_missing_frac of the rows. With none, adding the step changes nothing."""
+    least = BUILTIN_STEPS["missing_indicators"].defaults["min_missing_frac"]
+    return [column.name for column in profile.columns if column.kind in INDICATED_KINDS
+            and column.missing_share > 0 and column.missing_share >= least]
