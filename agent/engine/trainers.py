@@ -101,13 +101,16 @@ class EstimatorTrainer:
     # squared error only, the L1 fit is another class (RegressorLoss).
     regressor_losses: Mapping[str, RegressorLoss] = field(default_factory=dict)
 
+    def defaults_for(self, task_type: str) -> dict[str, Any]:
+        """The parameters the model gets on this task type unless its own say otherwise."""
+        defaults = self.classifier_defaults if task_type in CLASSIFICATION else self.regressor_defaults
+        return {**defaults, **self.multiclass_defaults} if task_type == "multiclass" else dict(defaults)
+
     def render(self, params: Mapping[str, Any], task_type: str, random_state: int) -> str:
         classification = task_type in CLASSIFICATION
         params = dict(params)
         estimator = self.classifier if classification else self.regressor
-        defaults = self.classifier_defaults if classification else self.regressor_defaults
-        if task_type == "multiclass":
-            defaults = {**defaults, **self.multiclass_defaults}
+        defaults = self.defaults_for(task_type)
         if self.regressor_losses and "loss" in params:
             loss = params.pop("loss")
             if classification or loss not in self.regressor_losses:
@@ -283,9 +286,13 @@ class TrainerFacts:
     # round so far (XGBoost and LightGBM, through their early-stopping callbacks), FROM_EARLIER_FOLDS from the trees
     # the CV's earlier folds kept (CatBoost, on every fold but the first); None: it does not.
     adaptive_patience: str | None = None
-    # Parameters that act only on the categorical columns the model is handed as categories (the native_categorical
-    # step): a change of them alone changes nothing for a node that encodes every categorical as numbers.
+    # Parameters that act only on the statistics the model computes on the categorical columns it is handed as
+    # categories (the native_categorical step): a change of them alone changes nothing for a node whose categoricals
+    # all reach it as numbers or one-hot encoded.
     categorical_params: tuple[str, ...] = ()
+    # (parameter, its library default): a categorical column of at most that many levels is one-hot encoded inside
+    # the model, with no statistics (CatBoost's one_hot_max_size, 2; here 255 on a multiclass target).
+    one_hot_levels: tuple[str, int] | None = None
 
     def variations_for(self, classification: bool) -> tuple[Variation, ...]:
         if classification or self.regression_variations is None:
@@ -371,6 +378,7 @@ TRAINER_FACTS: dict[str, TrainerFacts] = {
     "catboost": TrainerFacts(
         "gbdt", "iterations", 500, "learning_rate", 0.05, seed_dependent=True, aliases=("cat",),
         adaptive_patience=FROM_EARLIER_FOLDS, categorical_params=("max_ctr_complexity",),
+        one_hot_levels=("one_hot_max_size", 2),
         variations=(("combinations of up to 4 categorical features", {"max_ctr_complexity": 4}),
                     ("deeper trees", {"depth": 8}), ("shallower trees", {"depth": 4}),
                     ("stronger L2 on the leaves", {"l2_leaf_reg": 10.0}),

@@ -20,6 +20,7 @@ from agent.candidate import AppliedTrick, SolutionCandidate
 from agent.engine.spec import ENCODING_OPS, Step, insert_before, replace_step
 from agent.engine.steps import BUILTIN_STEPS, LOG_TARGET
 from agent.engine.trainers import (
+    EstimatorTrainer,
     Trainer,
     size_class,
     steps_for,
@@ -189,10 +190,10 @@ class BuiltinTreeProposer(TreeProposer):
         patience = {} if stopping is None else {"early_stopping_rounds": stopping}
         ops = _ops(base)
         facts = trainer_facts(base.trainer)
-        categories = NATIVE_CATEGORICAL in ops and bool(profile.column_infos("categorical"))
+        statistics = self._category_statistics(base, profile)
         for why, params in facts.variations_for(profile.task_type in CLASSIFICATION):
-            if not categories and set(params) <= set(facts.categorical_params):
-                continue  # no categorical column reaches the model: the change would score as its parent
+            if not statistics and set(params) <= set(facts.categorical_params):
+                continue  # the model computes no statistics on a categorical: the change would score as its parent
             # the patience stays the one the table's size set (TrainerFacts.params_for)
             changes.append((why, replace(base, params={**base.params, **params, **patience})))
         high_cardinality = [c.name for c in profile.column_infos("categorical") if c.cardinality > 15]
@@ -217,6 +218,24 @@ class BuiltinTreeProposer(TreeProposer):
         if log_target_fits(profile) is False and base.target_transform is not None:
             changes.append(("model the raw target", replace(base, target_transform=None)))
         return changes
+
+    def _category_statistics(self, base: SolutionCandidate, profile: TaskProfile) -> bool:
+        """Whether the model computes statistics on some categorical column: one handed to it as categories (the
+        native_categorical step keeps at most its max_levels levels) with more levels than it one-hot encodes
+        (TrainerFacts.one_hot_levels, from the node's parameters, else the trainer's defaults for the task type,
+        else the library's)."""
+        native = next((step for step in base.steps or () if step.op == NATIVE_CATEGORICAL), None)
+        if native is None:
+            return False
+        most = native.params.get("max_levels", BUILTIN_STEPS[NATIVE_CATEGORICAL].defaults["max_levels"])
+        one_hot = 0
+        facts = trainer_facts(base.trainer)
+        if facts.one_hot_levels is not None:
+            name, library_default = facts.one_hot_levels
+            trainer = self.trainers.get(base.trainer)
+            defaults = trainer.defaults_for(profile.task_type) if isinstance(trainer, EstimatorTrainer) else {}
+            one_hot = int(base.params.get(name, defaults.get(name, library_default)))
+        return any(min(column.cardinality, most) > one_hot for column in profile.column_infos("categorical"))
 
     # ---- tune: a short Optuna study around a GBDT or forest node (agent.search.tuning)
 
