@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections import Counter
@@ -30,17 +29,6 @@ from cli.progress import SolveProgress
 if TYPE_CHECKING:
     from agent.search.journal import Journal
     from retrieval.profile import TaskProfile
-
-
-def process_started() -> float:
-    """When this process started, as a time.monotonic() value: its start in clock ticks since boot (/proc/self/stat)
-    against the time since boot (/proc/uptime); now where /proc cannot tell. A budget is the command's wall time."""
-    try:
-        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
-        since_boot = float(Path("/proc/uptime").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return time.monotonic()
-    return time.monotonic() - max(since_boot - ticks / os.sysconf("SC_CLK_TCK"), 0.0)
 
 
 def _executors():
@@ -163,7 +151,7 @@ def solve(ctx, task_dir, target, id_column, metric, positive_class, use_kb, no_e
     Writes submission.csv, solution.py, trace.jsonl, run.json and report.html to the run folder;
     the last line printed is the run's summary.
     """
-    started = process_started()  # the budget counts the interpreter's start, the imports below and profiling the task
+    started = time.monotonic()  # the budget counts the imports below and profiling the task
     from agent.execution.sandbox import verbose_candidates
     from agent.outputs.report import read_run
     from agent.settings import SearchSettings, SolveSettings
