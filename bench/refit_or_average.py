@@ -29,7 +29,7 @@ from agent.candidate import SolutionCandidate
 from agent.engine.dataset import Dataset
 from agent.engine.spec import SolutionSpec
 from agent.evaluator import Evaluator
-from agent.search.final import fold_average
+from agent.search.final import fold_average, refit_rounds
 from bench.agent_bench import RUNS
 from bench.final_choice import held
 from bench.results import write_section
@@ -50,16 +50,12 @@ def measure(run_dir: Path, tasks: Path) -> dict:
     best = nodes[record["best_node"]]
     members = best["members"] or [best["id"]]
     evaluator = Evaluator(cv=record["cv_folds"], random_state=record["settings"]["search"]["seed"])
-    predictions, rounds = [], {}
-    for k, member in enumerate(members):
-        candidate = SolutionCandidate.from_dict(nodes[member]["candidate"])
-        _, evidence = evaluator.evaluate_candidate(candidate, dataset, time.monotonic() + CV_SECONDS,
-                                                   predict_test=True)
-        predictions.append(evidence.test_prediction)
-        rounds.update({f"model/m{k}/{path}" if best["members"] else path: value
-                       for path, value in evidence.stopped_rounds.items()})
+    evidence = [evaluator.evaluate_candidate(SolutionCandidate.from_dict(nodes[member]["candidate"]), dataset,
+                                             time.monotonic() + CV_SECONDS, predict_test=True)[1]
+                for member in members]
+    predictions = [item.test_prediction for item in evidence]
     spec = SolutionSpec.from_dict(best["spec"])
-    refit = evaluator.fit_all_rows(spec, dataset, CV_SECONDS, rounds)
+    refit = evaluator.fit_all_rows(spec, dataset, CV_SECONDS, refit_rounds(evidence, combined=bool(best["members"])))
     answers = tasks / f"{task}.answers.csv"
     return {"run": run_dir.parent.name, "task": task, "metric": dataset.metric,
             "greater_is_better": dataset.metric_info.greater_is_better, "members": len(members),

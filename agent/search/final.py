@@ -167,8 +167,7 @@ def final_fit(evaluator: TreeEvaluator, clock: BudgetClock, best: Node, dataset:
     # A journal the search was handed may hold nodes evaluated elsewhere: their evidence is only their time.
     evidence = [journal[i].evidence or Evidence("ok", elapsed=journal[i].elapsed) for i in members]
     estimate = refit_estimate(evidence, len(dataset.y))
-    rounds = {f"model/m{k}/{path}" if best.members else path: value
-              for k, item in enumerate(evidence) for path, value in item.stopped_rounds.items()}
+    rounds = refit_rounds(evidence, combined=bool(best.members))
     averaged = fold_average(spec, [item.test_prediction for item in evidence], dataset.classification)
     left = clock.refit_seconds_left()
     why = f"the refit's estimate, {estimate:.0f} s, fits in the {max(left, 0):.0f} s left"
@@ -194,6 +193,13 @@ def final_fit(evaluator: TreeEvaluator, clock: BudgetClock, best: Node, dataset:
         return small, FinalFit(SAMPLE_REFIT, estimate, refit.seconds + small.seconds, rounds,
                                f"the refit on every row failed ({error_tail(refit.error, 1)})")
     return refit, FinalFit(REFIT, estimate, refit.seconds, rounds, f"it failed ({error_tail(refit.error, 1)})")
+
+
+def refit_rounds(evidence: Sequence[Evidence], combined: bool) -> dict[str, float]:
+    """The trees each early-stopping model of a solution kept in its CV, by its path in the solution's model: its
+    own paths for one model, under its member's ("model/m<k>/...") in a combination of `evidence`'s members."""
+    return {f"model/m{k}/{path}" if combined else path: value
+            for k, item in enumerate(evidence) for path, value in item.stopped_rounds.items()}
 
 
 def fold_average(spec: SolutionSpec, member_predictions: Sequence[Any], classification: bool) -> Any:
