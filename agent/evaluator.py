@@ -13,6 +13,11 @@ protocol (agent.search.protocols.TreeEvaluator), and solve_task builds the evalu
 
 A node that changes only the model of an earlier one reuses what depends on its preprocessing alone: each fold's
 fitted steps (agent.engine.fit.FoldCache, on this machine's executor) and the probes' inspection.
+
+A CV asked to (`keep_above`) keeps its fold models when it scores at least that on every fold: a GBDT's or a linear
+model's, whose size does not grow with the rows (a forest's does: 350 MB to 1.5 GB for five on 4.7k-22k rows). Its
+evidence names them (Evidence.fold_models) and `kept_fold_models` reads them back: the submission averages them, with
+no refit (agent.search.final).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from agent.engine.fit import (
     FoldCache,
     FoldGate,
     FoldStore,
+    ModelStore,
     Pace,
     check_folds,
     cross_fit,
@@ -52,7 +58,7 @@ from agent.engine.fit import (
 )
 from agent.engine.spec import ModelSpec, SolutionSpec, SpecError, ValidationSpec
 from agent.engine.steps import StepOp
-from agent.engine.trainers import Trainer, trainer_registry
+from agent.engine.trainers import Trainer, trainer_facts, trainer_registry
 from agent.execution.executors import Executor, LocalExecutor
 from agent.execution.free_code import PROBE_LEAK, PROBE_NOT_DETERMINISTIC, ScriptRun, run_script
 from agent.execution.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run_isolated
@@ -71,6 +77,9 @@ from agent.verify.verifier import oriented
 
 # Inspections kept for reuse: a run's distinct preprocessings are far fewer.
 INSPECTIONS_KEPT = 256
+# The model families whose fold models a CV may keep: their size follows the trees and leaves or the columns, not
+# the rows.
+KEPT_FAMILIES = ("gbdt", "linear")
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,6 +117,7 @@ class Evaluator:
         self.executor = executor if executor is not None else LocalExecutor()
         # Folds in files on this machine; a Ray cluster's workers do not share them.
         self.fold_cache = FoldCache() if reuse_preprocessing and isinstance(self.executor, LocalExecutor) else None
+        self.model_cache = FoldCache() if isinstance(self.executor, LocalExecutor) else None  # kept fold models
         self.reuse_preprocessing = reuse_preprocessing
         self.allow_unisolated_code = allow_unisolated_code  # free code where the OS offers no isolation
         self._inspections: dict[str, Inspection] = {}  # preprocessing_key -> the probes' inspection
@@ -158,7 +168,8 @@ class Evaluator:
         return oriented(float(np.mean(cross_validate(pipeline, dataset, spec))), dataset.metric_info)
 
     def evaluate_candidate(self, candidate: SolutionCandidate, dataset: Dataset, deadline: float, *,
-                           predict_test: bool = False, gate: FoldGate | None = None) -> tuple[SolutionSpec, Evidence]:
+                           predict_test: bool = False, gate: FoldGate | None = None,
+                           keep_above: float | None = None) -> tuple[SolutionSpec, Evidence]:
         """The candidate's spec and its evidence (see evaluate); a candidate that cannot be built is error
         evidence."""
         try:
@@ -168,22 +179,27 @@ class Evaluator:
                                 candidate.target_transform, self.validation)
             return spec, Evidence("error", error=f"SpecError: {error}", ignored_files=dataset.ignored_files,
                                   rows=len(dataset.y))
-        return spec, self.evaluate(spec, dataset, deadline, predict_test=predict_test, gate=gate)
+        return spec, self.evaluate(spec, dataset, deadline, predict_test=predict_test, gate=gate,
+                                   keep_above=keep_above)
 
     def evaluate(self, spec: SolutionSpec, dataset: Dataset, deadline: float = math.inf, *,
-                 predict_test: bool = False, gate: FoldGate | None = None) -> Evidence:
+                 predict_test: bool = False, gate: FoldGate | None = None, keep_above: float | None = None) -> Evidence:
         """Sandboxed CV and inspection of one spec, stopped at `deadline` (a time.monotonic() value); with
         `predict_test`, the fold models' averaged test-set predictions too; with `gate`, scored fold by fold and
-        stopped once it cannot beat the gate's bar (Evidence.stopped_early)."""
+        stopped once it cannot beat the gate's bar (Evidence.stopped_early); with `keep_above`, its fold models kept
+        when it scores at least that on every fold (greater is better) and its models may be kept."""
         time_limit = min(self.candidate_time_limit, deadline - time.monotonic())
         key = self._preprocessing_key(spec, dataset)
         inspection = self._inspections.get(key) if key is not None else None
         store = self.fold_cache.store(key) if key is not None and self.fold_cache is not None else None
+        models = (self.model_cache.models(uuid.uuid4().hex)
+                  if keep_above is not None and self.model_cache is not None and self.keeps_models_of(spec) else None)
         outcome = self.executor.run(_evaluation_job, spec, self.executor.share(dataset), self._trainers_for(spec),
                                     self.step_ops, self.random_state, predict_test, store, inspection is None, gate,
-                                    time_limit, limits=Limits(time_limit, self.memory_limit))
-        if self.fold_cache is not None:
-            self.fold_cache.prune()
+                                    time_limit, models, keep_above, limits=Limits(time_limit, self.memory_limit))
+        for cache in (self.fold_cache, self.model_cache):
+            if cache is not None:
+                cache.prune()
         rows = len(dataset.y)
         if outcome.status == TIMEOUT:
             return Evidence(OVER_TIME, error=f"over time: stopped at its time cap of {max(time_limit, 0.0):.1f} s "
@@ -192,7 +208,7 @@ class Evaluator:
         if not outcome.ok:
             return Evidence(outcome.status, error=outcome.error, ignored_files=dataset.ignored_files,
                             elapsed=outcome.elapsed, rows=rows)
-        values, predictions, test_prediction, rounds, seconds, inspected, projected = outcome.value
+        values, predictions, test_prediction, rounds, seconds, inspected, projected, kept = outcome.value
         if projected:
             return Evidence(OVER_TIME, fold_values=tuple(values),
                             error=f"over time: stopped after {len(values)} of {spec.validation.n_splits} folds "
@@ -207,7 +223,18 @@ class Evaluator:
         mean = float(np.mean(values)) if values else math.nan
         return Evidence("ok", mean, tuple(values), inspection=inspection, ignored_files=dataset.ignored_files,
                         elapsed=outcome.elapsed, predictions=predictions, test_prediction=test_prediction, rows=rows,
-                        fit_seconds=tuple(seconds), stopped_rounds=rounds, folds=spec.validation.n_splits)
+                        fit_seconds=tuple(seconds), stopped_rounds=rounds, folds=spec.validation.n_splits,
+                        fold_models=models.key if kept else "")
+
+    def keeps_models_of(self, spec: SolutionSpec) -> bool:
+        """May a CV of `spec` keep its fold models: on this machine, every model of it of KEPT_FAMILIES."""
+        return self.model_cache is not None and all(trainer_facts(name).family in KEPT_FAMILIES
+                                                    for name in model_names(spec))
+
+    def kept_fold_models(self, key: str) -> tuple[Any, ...] | None:
+        """The fold models a CV kept (its Evidence.fold_models), in fold order; None when they were not kept (or
+        were pruned since)."""
+        return self.model_cache.models(key).load() if self.model_cache is not None and key else None
 
     def evaluate_script(self, source: str, dataset: Dataset, run_folder: Path,
                         deadline: float = math.inf) -> tuple[Evidence, ScriptRun]:
@@ -268,21 +295,27 @@ class Evaluator:
 
 
 def _evaluation_job(spec, dataset, trainers, step_ops, random_state, predict_test, store: FoldStore | None,
-                    inspect: bool, gate: FoldGate | None, time_limit: float):
+                    inspect: bool, gate: FoldGate | None, time_limit: float, models: ModelStore | None,
+                    keep_above: float | None):
     """In the candidate's process: CV scores, out-of-fold (and averaged test) predictions, the trees early stopping
     kept and each fold's fit seconds (each fold's preprocessing from `store` when an earlier node fitted it), then
-    the leakage and data-usage inspection unless an earlier node with the same preprocessing had it (None); and, for
+    the leakage and data-usage inspection unless an earlier node with the same preprocessing had it (None); for
     a CV its folds showed cannot finish within `time_limit` (stopped there, not inspected), its projected seconds
-    (0 otherwise)."""
+    (0 otherwise); and whether its fold models were saved to `models`: when it scored at least `keep_above` on
+    every fold."""
     started = time.perf_counter()
     pipeline = compile_spec(spec, dataset.compile_context(random_state), trainers, step_ops)
     pace = Pace(time_limit - (time.perf_counter() - started))
     fitted = cross_fit(pipeline, dataset, spec, predict_test=predict_test and dataset.X_test is not None,
-                       preprocessed=store, gate=gate, pace=pace)
+                       keep_models=models is not None, preprocessed=store, gate=gate, pace=pace)
+    values = fold_values(fitted, dataset)
+    kept = (models is not None and fitted.complete
+            and oriented(float(np.mean(values)), dataset.metric_info) >= keep_above and models.save(fitted.models))
+    fitted.models.clear()  # not held through the inspection's fits
     inspection = (inspect_candidate(spec, dataset, trainers, step_ops, random_state)
                   if inspect and not pace.projected else None)
-    return (fold_values(fitted, dataset), fitted.predictions, fitted.test_prediction, fitted.stopped_rounds,
-            fitted.fit_seconds, inspection, pace.projected)
+    return (values, fitted.predictions, fitted.test_prediction, fitted.stopped_rounds, fitted.fit_seconds, inspection,
+            pace.projected, kept)
 
 
 def _fold_models_job(spec, dataset, trainers, step_ops, random_state):

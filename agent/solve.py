@@ -62,7 +62,7 @@ from agent.outputs.run_folder import (
 from agent.outputs.saved_model import read_model_record, save_final_model
 from agent.search.builtin import DRAFT_FAMILIES, BuiltinTreeProposer
 from agent.search.clock import BudgetClock
-from agent.search.final import FOLD_AVERAGE, engineering_run
+from agent.search.final import FOLD_AVERAGE, KEPT_AND_REFIT, engineering_run
 from agent.search.journal import Journal, Node
 from agent.search.protocols import TreeProposer
 from agent.search.tree import TreeSearch
@@ -251,12 +251,12 @@ def solve_task(
         notes.append(f"the search stopped on an error ({failure}; traceback in {ERROR_FILE})")
     if final_written:
         solution_path = write_solution(out_dir, dataset, run, journal, evaluator.trainers,
-                                       fold_average=final_fit is not None and final_fit.how == FOLD_AVERAGE)
+                                       fold_average=final_fit is not None and final_fit.how in (FOLD_AVERAGE, KEPT_AND_REFIT),
+                                       refit_members=final_fit.refit_members if final_fit is not None else ())
     else:  # the anytime submission's node's, when it could be rendered
         solution_path = out_dir / SOLUTION_FILE if (out_dir / SOLUTION_FILE).is_file() else None
-    model_path, model_note = save_final_model(
-        out_dir, dataset, run, final_fit, anytime.node, final_written,
-        evaluator if settings.save_fold_models else None)
+    model_path, model_note = save_final_model(out_dir, dataset, run, final_fit, anytime.node, final_written, evaluator,
+                                              settings.save_fold_models)
     if model_note:
         notes.append(model_note)
     if session is not None:

@@ -1,14 +1,16 @@
 """Fitting a compiled pipeline: cross-validation with out-of-fold (and averaged test) predictions, and the refit on
 every training row that keeps the number of trees early stopping chose in the folds.
 
-`FoldCache` keeps each fold's fitted preprocessing between nodes (in files, so that every candidate's process
-reads what an earlier one fitted): a node that changes only its model does not fit its features again."""
+`FoldCache` keeps files the candidates' processes of one run share: each fold's fitted preprocessing between nodes
+(`FoldStore`: a node that changes only its model does not fit its features again), and the fold models of the
+solutions worth keeping (`ModelStore`: the submission averages them, with no refit)."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import json
+import math
 import os
 import pickle
 import shutil
@@ -186,6 +188,40 @@ class Pace:
 
 # A quarter of the machine's memory at most, and 2 GiB: the folds of a few preprocessings of a large table.
 FOLD_CACHE_BYTES = min(2 * 1024**3, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4)
+# One solution's five fold models are kept up to this size. Pickled on two evaluation tables (4.7k and 22k rows),
+# five GBDT fold models took 2-10 MB and a linear model's under 0.1 MB, while a forest's grow with the rows (350 MB
+# to 1.5 GB): forests are not kept (agent.evaluator), and this cap catches what else grows (a large text step).
+KEPT_MODELS_BYTES = 64 * 1024**2
+
+
+class _Capped:
+    """A file that refuses to grow past `limit` bytes (pickle.dump then stops with OverflowError)."""
+
+    def __init__(self, file: Any, limit: float):
+        self.file, self.left = file, limit
+
+    def write(self, data: Any) -> int:
+        self.left -= memoryview(data).nbytes
+        if self.left < 0:
+            raise OverflowError("over the size kept")
+        return self.file.write(data)
+
+
+def write_pickle(folder: Path, path: Path, value: Any, limit: float = math.inf) -> bool:
+    """`value` pickled to `path` (written aside in `folder`, then renamed: a process reading it meanwhile sees the
+    whole file or none); False, with nothing written, when it cannot be pickled, is over `limit` bytes or the disk
+    is full."""
+    written = None
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".writing-", delete=False) as file:
+            written = Path(file.name)
+            pickle.dump(value, _Capped(file, limit), protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(written, path)
+        return True
+    except (OSError, OverflowError, pickle.PicklingError, TypeError, AttributeError):
+        if written is not None:
+            written.unlink(missing_ok=True)
+        return False
 
 
 def preprocessing_key(spec: SolutionSpec, data: str, random_state: int) -> str:
@@ -216,25 +252,39 @@ class FoldStore:
         return prepared
 
     def save(self, fold: int, prepared: tuple) -> None:
-        written = None
-        try:  # written aside, then renamed: a process reading it meanwhile sees the whole file or none
-            with tempfile.NamedTemporaryFile(dir=self.folder, prefix=".writing-", delete=False) as file:
-                written = Path(file.name)
-                pickle.dump(prepared, file, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(written, self._path(fold))
-        except (OSError, pickle.PicklingError, TypeError, AttributeError):  # a step that cannot be saved, a full disk
-            if written is not None:
-                written.unlink(missing_ok=True)
+        write_pickle(self.folder, self._path(fold), prepared)  # not saved: a step that cannot be, a full disk
 
     def _path(self, fold: int) -> Path:
         return self.folder / f"{self.key}-{fold}.pkl"
 
 
+@dataclass(frozen=True)
+class ModelStore:
+    """One solution's CV fold models in a FoldCache, in one file: saved by the candidate's process when the solution
+    is worth keeping, read by the search's for the submission."""
+
+    folder: Path
+    key: str
+
+    def save(self, models: Sequence[Any], limit: float = KEPT_MODELS_BYTES) -> bool:
+        """The fold models saved, in fold order; False (nothing saved) when they cannot be or are over `limit`
+        bytes."""
+        return write_pickle(self.folder, self.folder / f"{self.key}-models.pkl", tuple(models), limit)
+
+    def load(self) -> tuple[Any, ...] | None:
+        """The fold models saved; None when they were not (or were pruned)."""
+        try:
+            with (self.folder / f"{self.key}-models.pkl").open("rb") as file:
+                return pickle.load(file)
+        except (OSError, EOFError, pickle.UnpicklingError):
+            return None
+
+
 class FoldCache:
-    """Fitted preprocessing by CV fold, shared by the candidates' processes of one run through a private folder
-    (in memory, /dev/shm, where there is one), its files kept under `max_bytes` by `prune` (the least recently used
-    go first). Reading a fold back takes milliseconds where fitting it again took a tenth of a second or more
-    (bench/RESULTS.md, "Fixed cost per node")."""
+    """Files shared by the candidates' processes of one run through a private folder (in memory, /dev/shm, where
+    there is one), kept under `max_bytes` by `prune` (the least recently used go first): fitted preprocessing by CV
+    fold (`store`) or solutions' fold models (`models`). Reading a fold back takes milliseconds where fitting it
+    again took a tenth of a second or more (bench/RESULTS.md, "Fixed cost per node")."""
 
     def __init__(self, max_bytes: int = FOLD_CACHE_BYTES):
         shared_memory = Path("/dev/shm")
@@ -245,6 +295,9 @@ class FoldCache:
 
     def store(self, key: str) -> FoldStore:
         return FoldStore(self.folder, key)
+
+    def models(self, key: str) -> ModelStore:
+        return ModelStore(self.folder, key)
 
     def prune(self) -> None:
         """The least recently used folds removed until the rest fit in `max_bytes`."""

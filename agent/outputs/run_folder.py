@@ -11,7 +11,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -108,12 +108,15 @@ def write_submission(out_dir: Path, dataset: Dataset, prediction: Any) -> Path:
 
 
 def write_solution(out_dir: Path, dataset: Dataset, run: EngineeringRun, journal: Journal | None,
-                   trainers: Mapping[str, Trainer], fold_average: bool = False) -> Path | None:
-    """solution.py for the best spec, headed by where it came from; None when nothing was verified."""
+                   trainers: Mapping[str, Trainer], fold_average: bool = False,
+                   refit_members: Sequence[int] = ()) -> Path | None:
+    """solution.py for the best spec, headed by where it came from (render_solution: how its submission is made);
+    None when nothing was verified."""
     if run.best_spec is None:
         return None
     if journal is not None:
-        return write_node_solution(out_dir, dataset, journal.best(), len(journal), trainers, fold_average)
+        return write_node_solution(out_dir, dataset, journal.best(), len(journal), trainers, fold_average,
+                                   refit_members)
     best = run.best_attempt
     headline = (f"Attempt {best.index} of {len(run.attempts)} ({best.candidate.rationale}): "
                 f"CV {run.metric} = {best.evidence.metric_value:.6f}.")
@@ -122,7 +125,7 @@ def write_solution(out_dir: Path, dataset: Dataset, run: EngineeringRun, journal
 
 
 def write_node_solution(out_dir: Path, dataset: Dataset, node: Node, nodes: int, trainers: Mapping[str, Trainer],
-                        fold_average: bool = False) -> Path:
+                        fold_average: bool = False, refit_members: Sequence[int] = ()) -> Path:
     """solution.py for a node of the solution tree (of `nodes` nodes), headed by where it came from."""
     headline = (f"Node {node.id} of {nodes} in the solution tree ({node.action}: {node.plan}): "
                 f"CV {dataset.metric} = {node.metric:.6f}.")
@@ -134,7 +137,7 @@ def write_node_solution(out_dir: Path, dataset: Dataset, node: Node, nodes: int,
             f"them (free_code/node-{node.id}/ of this run folder), and writes oof.csv and "
             'test_predictions.csv there; casebook scored oof.csv itself."""\n\n' + node.code))
     return write_atomically(path, render_solution(node.spec, dataset, trainers, headline=headline,
-                                                  fold_average=fold_average))
+                                                  fold_average=fold_average, refit_members=refit_members))
 
 
 def write_run_record(out_dir: Path, record: Mapping[str, Any]) -> Path:

@@ -8,10 +8,11 @@ trust. model.json is read first, so a library whose version differs from the one
 `ModelVersionWarning` (naming each library, saved and running version) before the pickle is opened, and a pickle
 that then fails to load is a `ModelFileError` that names them too.
 
-Which model is saved: the refit on every row (or on a sample) when the submission came from it; when the
-submission is the CV fold models' test predictions averaged (the search's fall-back when the refit did not fit in
-the budget, and the anytime submission of a run stopped early), those fold models, fitted again on the same folds
-and seeds (`FoldAverage`), so predicting test.csv again gives the submission's values.
+Which model is saved: the one the submission came from. Its CV fold models (agent.search.final.FoldAverage) when
+the submission averages them, as kept by their CVs; the refit on every row (or on a sample) when it came from one.
+When the fold models behind a fold-average submission were not kept (the refit did not fit in the budget, or the
+anytime submission of a run stopped early), they are fitted again on the same folds and seeds if asked
+(--save-fold-models), so predicting test.csv again gives the submission's values.
 """
 
 from __future__ import annotations
@@ -32,11 +33,10 @@ import pandas as pd
 from agent.candidate import EngineeringRun
 from agent.engine import runtime
 from agent.engine.dataset import Dataset
-from agent.engine.spec import SolutionSpec
 from agent.evaluator import Evaluator
 from agent.execution.sandbox import error_tail
 from agent.outputs.run_folder import write_atomically
-from agent.search.final import FOLD_AVERAGE, FinalFit, fold_average
+from agent.search.final import FOLD_AVERAGE, FinalFit, FoldAverage
 from agent.search.journal import Node
 from agent.search.protocols import FREE_CODE
 from retrieval.metrics import CLASSIFICATION, metric_info
@@ -81,22 +81,6 @@ def version_mismatches(saved: Mapping[str, str | None]) -> list[str]:
     running = library_versions()
     return [f"{library} saved with {version}, running {running.get(library)}"
             for library, version in saved.items() if running.get(library) != version]
-
-
-@dataclass(frozen=True, eq=False)
-class FoldAverage:
-    """A solution's CV fold models (for each ensemble member, or the one model, its fold models in fold order),
-    predicting as the fold-average submission was made: each member's fold predictions averaged, then the members
-    combined as the spec combines them."""
-
-    spec: SolutionSpec
-    members: tuple[tuple[Any, ...], ...]
-
-    def predict_for_metric(self, X: pd.DataFrame, needs_proba: bool, classification: bool,
-                           n_classes: int | None) -> Any:
-        predictions = [runtime.average_fold_models(models, X, needs_proba=needs_proba, classification=classification,
-                                                   n_classes=n_classes) for models in self.members]
-        return fold_average(self.spec, predictions, classification)
 
 
 @dataclass(frozen=True, eq=False)
@@ -222,10 +206,12 @@ def load_model(run_dir: Path | str) -> SavedModel:
 
 
 def save_final_model(out_dir: Path, dataset: Dataset, run: EngineeringRun, final_fit: FinalFit | None,
-                     node: Node | None, final_written: bool, evaluator: Evaluator | None) -> tuple[Path | None, str]:
-    """Save the model that made submission.csv (`node`: the node it came from): the refit when the final
-    submission is the refit's; else the node's CV fold models, fitted again with `evaluator` (None: they are not
-    kept, as the fit would run past the budget). (model.pkl's path or None, a note saying why there is none)."""
+                     node: Node | None, final_written: bool, evaluator: Evaluator,
+                     fit_folds_again: bool) -> tuple[Path | None, str]:
+    """Save the model that made submission.csv (`node`: the node it came from): the final submission's model (its
+    kept fold models, or the refit); else the node's CV fold models, as its CV kept them or, with
+    `fit_folds_again`, fitted again (past the budget). (model.pkl's path or None, a note saying why there is
+    none)."""
     if final_written and run.model is not None:
         how = final_fit.how if final_fit is not None else "the best candidate refit on every row"
         return write_model(out_dir, SavedModel.of(run.model, dataset, how, node.id if node is not None else None)), ""
@@ -233,10 +219,13 @@ def save_final_model(out_dir: Path, dataset: Dataset, run: EngineeringRun, final
         return None, ""
     if node.candidate.trainer == FREE_CODE:
         return None, f"no {MODEL_FILE}: the submission is node {node.id}'s free-code script's; solution.py is the script"
-    if evaluator is None:
+    spec = node.spec
+    kept = evaluator.kept_fold_models(node.evidence.fold_models) if node.evidence is not None else None
+    if kept is not None:
+        return write_model(out_dir, SavedModel.of(FoldAverage(spec, (kept,)), dataset, FOLD_AVERAGE, node.id)), ""
+    if not fit_folds_again:
         return None, (f"no {MODEL_FILE}: the submission averaged node {node.id}'s CV fold models, which are not kept "
                       "(save_fold_models, or agent solve --save-fold-models, fits them again after the search)")
-    spec = node.spec
     folds = evaluator.fit_fold_models(spec, dataset, evaluator.candidate_time_limit)
     if not folds.members:
         return None, f"no {MODEL_FILE}: fitting node {node.id}'s CV fold models again failed ({error_tail(folds.error, 1)})"

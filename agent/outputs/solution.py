@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -41,14 +41,19 @@ def fit_and_predict(task_dir, X_new=None):
     y, classes = encode_target(y_raw, TASK["classification"], TASK["positive_class"])
     folds = cross_fit(build_model(), X, y, needs_proba=TASK["needs_proba"], classification=TASK["classification"],
                       n_splits=TASK["n_splits"], seed=TASK["seed"],
-                      X_test=X_test if TASK["final"] == "fold_average" else None)
+                      X_test=X_test if TASK["final"] == "fold_average" else None,
+                      keep_models=bool(TASK["refit_members"]))
     scores = fold_scores(folds.predictions, y, folds.folds, TASK["metric"])
     print(f"cv_{{TASK['metric']}}={{np.mean(scores):.10f}} folds={{[round(score, 6) for score in scores]}}")
+    n_classes = None if classes is None else len(classes)
+    if TASK["refit_members"]:  # members whose fold models the agent did not keep were refit on every row
+        prediction = members_averaged_or_refit(folds, X, y, X_test, TASK["refit_members"],
+                                               needs_proba=TASK["needs_proba"], n_classes=n_classes)
+        return prediction, classes, test_ids, sample
     if TASK["final"] == "fold_average":  # the CV's fold models, their test predictions averaged
         return folds.test_prediction, classes, test_ids, sample
     # one fit on every row; early-stopping models keep the number of trees their folds kept on average
     model = refit(build_model(), X, y, folds.stopped_rounds)
-    n_classes = None if classes is None else len(classes)
     return predict_for_metric(model, X_test, TASK["needs_proba"], n_classes), classes, test_ids, sample
 
 
@@ -103,10 +108,12 @@ def render_solution(
     headline: str = "",
     extra_steps: Mapping[str, StepOp] | None = None,
     fold_average: bool = False,
+    refit_members: Sequence[int] = (),
 ) -> str:
     """A standalone solution.py: `python solution.py [TASK_DIR] [SUBMISSION_CSV]` prints the CV score and writes the
     submission: from one refit on every row, or with `fold_average`, from the CV fold models' averaged test
-    predictions (as the agent's submission was made when the refit did not fit in its budget). TASK_DIR defaults
+    predictions (as the agent's submission was made from the fold models its CVs kept), an ensemble's members at
+    `refit_members` refit on every row instead (those that kept none). TASK_DIR defaults
     to the file's own folder when it holds the task, else the one it was rendered from; `--predict NEW_CSV` uses
     the model.pkl beside it when there is one. Its models are seeded, and its folds made, with the spec's
     validation seed: the CV the spec records."""
@@ -126,6 +133,7 @@ def render_solution(
         "n_splits": spec.validation.n_splits,
         "seed": spec.validation.seed,
         "final": "fold_average" if fold_average else "refit",  # how the submission's predictions are made
+        "refit_members": list(refit_members),  # an ensemble's members refit on every row, the others' folds averaged
     }
     final = "averages the fold models' test predictions" if fold_average else "refits on all training rows"
     docstring = (

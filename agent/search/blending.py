@@ -23,6 +23,7 @@ so their CV in solution.py is exactly the out-of-fold score reported here, as fo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -161,3 +162,15 @@ def blend_candidates(journal: Journal) -> list[Node]:
     rest = [node for node in ranked if node.id not in chosen]
     return sorted(leaders + rest[:BLEND_CANDIDATES - len(leaders)],
                   key=lambda node: node.score, reverse=True)
+
+
+def keep_bar(journal: Journal, trainer: str) -> float:
+    """The score (greater is better) a new node of `trainer` must reach, its CV complete, to keep its fold models:
+    what a blend candidate then reaches (blend_candidates: each family's best, then the best of the rest), the
+    lower of its family's best and the BLEND_CANDIDATES-th best single model; -inf while either is missing. A node
+    a final blend may pick was a candidate when it was scored, so its fold models were kept."""
+    scores = sorted((node.score for node in journal.valid_nodes if not node.members), reverse=True)
+    family = [node.score for node in journal.valid_nodes if not node.members and node.candidate.trainer == trainer]
+    if len(scores) < BLEND_CANDIDATES or not family:
+        return -math.inf
+    return min(scores[BLEND_CANDIDATES - 1], max(family))

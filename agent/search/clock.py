@@ -5,7 +5,8 @@ A `BudgetClock` is started once from the settings (`starting`), and a search is 
 final refit (a measured estimate: each fold's fit seconds, scaled to every row), the final blend and the outputs. Each
 node's time cap (`node_deadline`) is what is left before it, and at most `node_share` of the budget: what a node is
 sized for; its CV runs until `run_deadline`, which lets one whose folds project it a little past the node share
-finish. On a large table a node promoted from the exploration sample may take twice the share
+finish. The refit is not kept back for nodes whose CVs kept their fold models: their average is the
+submission. On a large table a node promoted from the exploration sample may take twice the share
 (`full_rows_deadline`). The final fit has what is left before the outputs (`refit_seconds_left`).
 """
 
@@ -16,6 +17,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from agent.search.blending import blend_candidates
 from agent.search.journal import Journal
 from agent.settings import SearchSettings
 from agent.verify.findings import Evidence
@@ -80,23 +82,31 @@ class BudgetClock:
         return self.deadline - self.refit_reserve(journal, rows, blending)
 
     def refit_reserve(self, journal: Journal, rows: int, blending: bool) -> float:
-        """Seconds kept back for what follows the search: refitting the final solution on every row (a blend refits
-        each of its members, typically a few of the best nodes), estimated from their folds' fit seconds and at
-        most REFIT_MAX_SHARE of the budget (beyond that the fold models' average is the submission), blending and
-        writing the outputs. On a large table only a best scored on the sample only, which has no fold models'
+        """Seconds kept back for what follows the search: the final fit, blending and writing the outputs. The final
+        fit needs no refit for a node whose CV kept its fold models (agent.search.final.kept_fit): only the nodes
+        the final solution may hold that kept none (forests, whose fold models grow with the rows) are refit on
+        every row, each apart. When none of them kept any (on a Ray cluster), a blend of the best is refit whole (a
+        blend refits each of its members, typically a few of the best nodes). Estimated from their folds' fit
+        seconds, and at most REFIT_MAX_SHARE of the budget (beyond that the fold models' average is the
+        submission). On a large table only a best scored on the sample only, which has no fold models'
         predictions, is budgeted: the others' fold models' average is the submission unless time is left for the
         refit."""
         best = journal.best()  # an explored node, when it beats the valid ones on the sample
         if self.settings.large_table(rows):
-            refit = [best] if best is not None and not best.valid else []
+            refits = [[best]] if best is not None and not best.valid else []
         else:
             ranked = sorted(journal.valid_nodes, key=lambda node: node.score, reverse=True)
-            refit = ranked[:TYPICAL_BLEND_SIZE] if blending else ranked[:1]
-            if best is not None and best not in refit:
-                refit.append(best)
+            final = blend_candidates(journal) if blending else ranked[:1]
+            if best is not None and best not in final:
+                final.append(best)
+            unkept = [node for node in final if not node.fold_models_kept]
+            if len(unkept) < len(final):
+                refits = [[node] for node in unkept]
+            else:
+                refits = [ranked[:TYPICAL_BLEND_SIZE] if blending else unkept]
         # A journal the search was handed may hold nodes evaluated elsewhere: their evidence is only their time.
-        estimate = refit_estimate([node.evidence or Evidence("ok", elapsed=node.elapsed) for node in refit],
-                                  rows) if refit else 0.0
+        estimate = sum(refit_estimate([node.evidence or Evidence("ok", elapsed=node.elapsed) for node in nodes], rows)
+                       for nodes in refits)
         kept = min(estimate, REFIT_MAX_SHARE * self.budget) if self.budget is not None else estimate
         blend = BLEND_SECONDS * min(1.0, rows / BLEND_ROWS) if blending and len(journal.valid_nodes) >= 2 else 0.0
         return kept + OUTPUT_SECONDS + blend

@@ -17,6 +17,7 @@ from agent.candidate import SolutionCandidate
 from agent.engine.dataset import Dataset
 from agent.engine.spec import SolutionSpec
 from agent.execution.sandbox import error_tail
+from agent.search.blending import keep_bar
 from agent.search.clock import BudgetClock, promotion_estimate
 from agent.search.journal import OVER_TIME, Exploration, Journal
 from agent.search.protocols import TreeEvaluator
@@ -70,7 +71,8 @@ class Exploring:
         note = self.promotion(candidate, verdict.score, explored, journal, min(cap, clock.node_deadline(search_deadline)))
         if note.startswith("not promoted"):
             return spec, explored, replace(exploration, note=note)
-        evidence = evaluator.evaluate(spec, table, cap, predict_test=True)
+        evidence = evaluator.evaluate(spec, table, cap, predict_test=True,
+                                      keep_above=keep_bar(journal, candidate.trainer))
         if evidence.status == OVER_TIME:  # it keeps its score on the sample
             note = f"{note}; its CV on every row was over time ({error_tail(evidence.error, 1)})"
             return spec, replace(explored, elapsed=explored.elapsed + evidence.elapsed), replace(exploration, note=note)

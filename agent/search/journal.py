@@ -90,6 +90,8 @@ class Node:
     # Over time on its pace, stopped after its first folds: the seconds its whole CV would have taken, as they
     # projected (Evidence.projected_seconds; 0: not stopped so).
     projected_seconds: float = 0.0
+    # Its CV's fold models were kept (Evidence.fold_models): a submission from it needs no refit.
+    fold_models_kept: bool = False
     # What the proposer asked for, when the search ran it sized to its time cap instead (a higher learning rate,
     # agent.search.fit_time.size_change): a proposer that asks for it again finds it in the journal (Journal.has).
     proposed: SolutionCandidate | None = None
@@ -143,6 +145,7 @@ class Node:
             "exploration": self.exploration.to_dict() if self.exploration is not None else None,
             "folds_scored": self.folds_scored, "folds": self.folds,
             "stopped_early": self.status == STOPPED_EARLY, "projected_seconds": round(self.projected_seconds, 3),
+            "fold_models_kept": self.fold_models_kept,
             "proposed": self.proposed.to_dict() if self.proposed is not None else None,
         }
 
@@ -164,6 +167,7 @@ class Node:
             exploration=Exploration.from_dict(data["exploration"]) if data.get("exploration") else None,
             folds_scored=int(data.get("folds_scored") or 0), folds=int(data.get("folds") or 0),
             projected_seconds=float(data.get("projected_seconds") or 0.0),
+            fold_models_kept=bool(data.get("fold_models_kept")),
             proposed=SolutionCandidate.from_dict(data["proposed"]) if data.get("proposed") else None,
         )
 

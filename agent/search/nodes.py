@@ -69,7 +69,7 @@ class Evaluated:
             failure=verdict.failure, findings=verdict.findings, scored_on=self.scored_on,
             scored_rows=evidence.rows or rows, exploration=self.exploration, folds_scored=len(evidence.fold_values),
             folds=evidence.folds or self.spec.validation.n_splits, projected_seconds=evidence.projected_seconds,
-            proposed=self.proposed, evidence=evidence,
+            fold_models_kept=bool(evidence.fold_models), proposed=self.proposed, evidence=evidence,
             verdict=verdict,
         )
 

@@ -32,7 +32,7 @@ from agent.engine.dataset import Dataset
 from agent.engine.fit import FoldGate, paired_spread
 from agent.engine.spec import ModelSpec, SolutionSpec, SpecError
 from agent.engine.trainers import Trainer, default_steps, trainer_facts
-from agent.search.blending import blendable
+from agent.search.blending import blendable, keep_bar
 from agent.search.builtin import describe_score
 from agent.search.clock import REFIT_SHARE, BudgetClock
 from agent.search.exploration import Exploring, exploring
@@ -352,11 +352,12 @@ class TreeSearch:
             return lambda: sized
         proposed = candidate if sized is not candidate else None
         explore, gate = self.explore, self._gate(drawn.action)
+        keep_above = keep_bar(self.journal, sized.trainer)
 
         def evaluate() -> Evaluated:
             if explore is None:
                 spec, evidence = evaluator.evaluate_candidate(sized, dataset, self.clock.run_deadline(search_deadline),
-                                                              predict_test=True, gate=gate)
+                                                              predict_test=True, gate=gate, keep_above=keep_above)
                 exploration, scored_on = None, FULL
             else:  # promotion compares it with the journal as it stands when its sample CV is done
                 spec, evidence, exploration = explore.evaluate(sized, self.journal, search_deadline)

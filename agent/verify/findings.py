@@ -123,6 +123,8 @@ class Evidence:
     # Over time on its pace (agent.engine.fit.Pace): the seconds its whole CV would have taken, as its first folds
     # projected (0: not stopped so).
     projected_seconds: float = 0.0
+    # Where the evaluator kept the CV's fold models (Evaluator.kept_fold_models reads them); "": not kept.
+    fold_models: str = ""
 
     @property
     def stopped_early(self) -> bool:

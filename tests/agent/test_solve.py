@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from agent.engine.steps import LOG_TARGET
 from agent.execution.executors import local_workers
 from agent.search.builtin import BuiltinTreeProposer
+from agent.search.final import FOLD_AVERAGE, KEPT_AND_REFIT
 from agent.settings import SearchSettings, SolveSettings
 from agent.solve import solve_task
 from cli.agent import main
@@ -49,7 +50,9 @@ def test_run_folder_holds_every_output(attrition_run):
     assert {path.name for path in out.iterdir()} == {"submission.csv", "solution.py", "trace.jsonl", "run.json", "report.html",
                                                      "model.pkl", "model.json"}
     run = json.loads((out / "run.json").read_text())
-    assert run["model"]["how"] == run["final_fit"]["how"] == "refit on every row"  # the refit is the saved model
+    # the saved model is the one the submission came from: the fold models the CVs kept (a forest member refit)
+    assert run["model"]["how"] == run["final_fit"]["how"] in (FOLD_AVERAGE, KEPT_AND_REFIT)
+    assert run["model"]["kind"] == "CV fold models"
     trace = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
     nodes = run["journal"]["nodes"]
     assert len(trace) == run["n_attempts"] == len(nodes)
@@ -97,12 +100,12 @@ def test_solution_py_reproduces_the_cv_score_in_a_fresh_process(attrition_run, t
     pd.testing.assert_frame_equal(ours, theirs)
 
 
-def test_agent_predict_with_the_refit_model_reproduces_the_submission(attrition_run, tmp_path):
+def test_agent_predict_with_the_saved_model_reproduces_the_submission(attrition_run, tmp_path):
     built, out, _ = attrition_run
     result = CliRunner().invoke(main, ["predict", str(out), str(built.task_dir / "test.csv"), "--out",
                                        str(tmp_path / "preds.csv")])
     assert result.exit_code == 0, result.output
-    assert "(refit on every row)" in result.output
+    assert f"({json.loads((out / 'run.json').read_text())['final_fit']['how']})" in result.output
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "preds.csv"), pd.read_csv(out / "submission.csv"))
 
 

@@ -24,12 +24,14 @@ from .columns import (
 )
 from .cv import (
     CrossFit,
+    FoldMean,
     average_fold_models,
     cross_fit,
     cross_validate,
     fit_fold,
     fold_scores,
     make_folds,
+    members_averaged_or_refit,
     out_of_fold,
     refit,
     stops_early,

@@ -1,6 +1,7 @@
 """Cross-validation: the folds, out-of-fold predictions with early stopping on each validation fold, the metric on
 each fold, and the refit on every row that keeps the folds' numbers of trees."""
 
+import copy
 import time
 from dataclasses import dataclass, field
 
@@ -138,6 +139,39 @@ def average_fold_models(models, X_test, *, needs_proba, classification, n_classe
     for test in tests[1:]:
         total = total + test
     return averaged(total, len(tests), classification, needs_proba)
+
+
+class FoldMean:
+    """One ensemble member's CV fold models as one fitted model, predicting their average as cross_fit averages its
+    test predictions (average_fold_models)."""
+
+    def __init__(self, models, n_classes=None):
+        self.models, self.n_classes = tuple(models), n_classes
+        if n_classes is not None:
+            self.classes_ = np.arange(n_classes)
+
+    def predict_proba(self, X):
+        return average_fold_models(self.models, X, needs_proba=True, classification=True, n_classes=self.n_classes)
+
+    def predict(self, X):
+        if self.n_classes is not None:
+            return np.argmax(self.predict_proba(X), axis=1)
+        return average_fold_models(self.models, X, needs_proba=False, classification=False, n_classes=None)
+
+
+def members_averaged_or_refit(fitted, X, y, X_test, refit_members, *, needs_proba, n_classes):
+    """An ensemble's test predictions from its cross_fit with keep_models (`fitted`): each member's fold models
+    averaged, but the members at `refit_members` refit on every row with the trees their folds kept, combined as the
+    ensemble combines its members. The agent's submission is made so when some members kept no fold models."""
+    combiner = copy.copy(fitted.models[0].steps[-1][1])
+    members = [FoldMean([fold.steps[-1][1].estimators_[k] for fold in fitted.models], n_classes)
+               for k in range(len(combiner.estimators))]
+    for k in refit_members:
+        prefix = f"model/m{k}/"
+        rounds = {path[len(prefix):]: value for path, value in fitted.stopped_rounds.items() if path.startswith(prefix)}
+        members[k] = refit(combiner.estimators[k][1], X, y, rounds)
+    combiner.estimators_ = members
+    return predict_for_metric(combiner, X_test, needs_proba, n_classes)
 
 
 def out_of_fold(model, X, y, *, needs_proba, classification, n_splits, seed):

@@ -52,8 +52,10 @@ def search(profile, dataset, executor, **settings):
 
 
 def tree(result) -> list[dict]:
-    """The journal without its timings (seconds taken, seconds since the start), which no two runs share."""
-    return [{key: value for key, value in node.to_dict().items() if key not in ("elapsed", "started")}
+    """The journal without its timings (seconds taken, seconds since the start), which no two runs share, and
+    without whether a CV kept its fold models, which only this machine's executor does."""
+    return [{key: value for key, value in node.to_dict().items()
+             if key not in ("elapsed", "started", "fold_models_kept")}
             for node in result.journal]
 
 
