@@ -14,8 +14,8 @@ protocol (agent.search.protocols.TreeEvaluator), and solve_task builds the evalu
 A node that changes only the model of an earlier one reuses what depends on its preprocessing alone: each fold's
 fitted steps (agent.engine.fit.FoldCache, on this machine's executor) and the probes' inspection.
 
-A CV asked to (`keep_above`) keeps its fold models when it scores at least that on every fold: a GBDT's or a linear
-model's, whose size does not grow with the rows (a forest's does: 350 MB to 1.5 GB for five on 4.7k-22k rows). Its
+A CV asked to (`keep_above`) keeps its fold models when, run on every fold, its mean score is at least that: a GBDT's
+or a linear model's, whose size does not grow with the rows (a forest's does: 350 MB to 1.5 GB for five on 4.7k-22k rows). Its
 evidence names them (Evidence.fold_models) and `kept_fold_models` reads them back: the submission averages them, with
 no refit (agent.search.final).
 """
@@ -187,7 +187,7 @@ class Evaluator:
         """Sandboxed CV and inspection of one spec, stopped at `deadline` (a time.monotonic() value); with
         `predict_test`, the fold models' averaged test-set predictions too; with `gate`, scored fold by fold and
         stopped once it cannot beat the gate's bar (Evidence.stopped_early); with `keep_above`, its fold models kept
-        when it scores at least that on every fold (greater is better) and its models may be kept."""
+        (keeps_models_of) when its CV, run on every fold, scores at least that on the mean (greater is better)."""
         time_limit = min(self.candidate_time_limit, deadline - time.monotonic())
         key = self._preprocessing_key(spec, dataset)
         inspection = self._inspections.get(key) if key is not None else None
@@ -301,8 +301,8 @@ def _evaluation_job(spec, dataset, trainers, step_ops, random_state, predict_tes
     kept and each fold's fit seconds (each fold's preprocessing from `store` when an earlier node fitted it), then
     the leakage and data-usage inspection unless an earlier node with the same preprocessing had it (None); for
     a CV its folds showed cannot finish within `time_limit` (stopped there, not inspected), its projected seconds
-    (0 otherwise); and whether its fold models were saved to `models`: when it scored at least `keep_above` on
-    every fold."""
+    (0 otherwise); and whether its fold models were saved to `models`: when its CV ran every fold and scored at
+    least `keep_above` on the mean."""
     started = time.perf_counter()
     pipeline = compile_spec(spec, dataset.compile_context(random_state), trainers, step_ops)
     pace = Pace(time_limit - (time.perf_counter() - started))
