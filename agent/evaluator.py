@@ -193,7 +193,7 @@ class Evaluator:
         inspection = self._inspections.get(key) if key is not None else None
         store = self.fold_cache.store(key) if key is not None and self.fold_cache is not None else None
         models = (self.model_cache.models(uuid.uuid4().hex)
-                  if keep_above is not None and self.model_cache is not None and self.keeps_models_of(spec) else None)
+                  if keep_above is not None and self.keeps_models_of(spec) else None)
         outcome = self.executor.run(_evaluation_job, spec, self.executor.share(dataset), self._trainers_for(spec),
                                     self.step_ops, self.random_state, predict_test, store, inspection is None, gate,
                                     time_limit, models, keep_above, limits=Limits(time_limit, self.memory_limit))
