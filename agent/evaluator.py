@@ -187,13 +187,13 @@ class Evaluator:
         """Sandboxed CV and inspection of one spec, stopped at `deadline` (a time.monotonic() value); with
         `predict_test`, the fold models' averaged test-set predictions too; with `gate`, scored fold by fold and
         stopped once it cannot beat the gate's bar (Evidence.stopped_early); with `keep_above`, its fold models kept
-        (keeps_models_of) when its CV, run on every fold, scores at least that on the mean (greater is better)."""
+        (_keeps_models_of) when its CV, run on every fold, scores at least that on the mean (greater is better)."""
         time_limit = min(self.candidate_time_limit, deadline - time.monotonic())
         key = self._preprocessing_key(spec, dataset)
         inspection = self._inspections.get(key) if key is not None else None
         store = self.fold_cache.store(key) if key is not None and self.fold_cache is not None else None
         models = (self.model_cache.models(uuid.uuid4().hex)
-                  if keep_above is not None and self.keeps_models_of(spec) else None)
+                  if keep_above is not None and self._keeps_models_of(spec) else None)
         outcome = self.executor.run(_evaluation_job, spec, self.executor.share(dataset), self._trainers_for(spec),
                                     self.step_ops, self.random_state, predict_test, store, inspection is None, gate,
                                     time_limit, models, keep_above, limits=Limits(time_limit, self.memory_limit))
@@ -226,7 +226,7 @@ class Evaluator:
                         fit_seconds=tuple(seconds), stopped_rounds=rounds, folds=spec.validation.n_splits,
                         fold_models=models.key if kept else "")
 
-    def keeps_models_of(self, spec: SolutionSpec) -> bool:
+    def _keeps_models_of(self, spec: SolutionSpec) -> bool:
         """May a CV of `spec` keep its fold models: on this machine, every model of it of KEPT_FAMILIES."""
         return self.model_cache is not None and all(trainer_facts(name).family in KEPT_FAMILIES
                                                     for name in model_names(spec))

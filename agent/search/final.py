@@ -197,11 +197,10 @@ def final_fit(evaluator: TreeEvaluator, clock: BudgetClock, best: Node, dataset:
     averaged = fold_average(spec, [item.test_prediction for item in evidence], dataset.classification)
     kept = [evaluator.kept_fold_models(item.fold_models) for item in evidence] if averaged is not None else []
     if any(models is not None for models in kept):
-        finished = kept_fit(evaluator, clock, spec, [journal[i] for i in members], evidence, kept, dataset)
+        finished = kept_fit(evaluator, clock, spec, [journal[i] for i in members], evidence, kept, dataset, estimate,
+                            rounds)
         if finished is not None:
-            refit, how, why = finished
-            refit_members = tuple(k for k, models in enumerate(kept) if models is None)
-            return refit, FinalFit(how, estimate, refit.seconds, rounds, why, refit_members)
+            return finished
     left = clock.refit_seconds_left()
     why = f"the refit's estimate, {estimate:.0f} s, fits in the {max(left, 0):.0f} s left"
     if estimate > left and averaged is not None:
@@ -229,11 +228,12 @@ def final_fit(evaluator: TreeEvaluator, clock: BudgetClock, best: Node, dataset:
 
 
 def kept_fit(evaluator: TreeEvaluator, clock: BudgetClock, spec: SolutionSpec, members: Sequence[Node],
-             evidence: Sequence[Evidence], kept: Sequence[tuple[Any, ...] | None], dataset: Dataset
-             ) -> tuple[Refit, str, str] | None:
+             evidence: Sequence[Evidence], kept: Sequence[tuple[Any, ...] | None], dataset: Dataset, estimate: float,
+             rounds: Mapping[str, float]) -> tuple[Refit, FinalFit] | None:
     """The solution's model from the fold models its members' CVs kept (`kept`, by member), a member that kept none
-    refit on every row in its own process, and the test predictions they make; with how and why. None when such a
-    refit does not fit in the time left or fails."""
+    refit on every row in its own process, and the test predictions they make; and how they were made (`estimate`
+    and `rounds`: the whole refit's, for the record). None when such a refit does not fit in the time left or
+    fails."""
     models, predictions, seconds = list(kept), [item.test_prediction for item in evidence], 0.0
     refit_members = [k for k, models_kept in enumerate(kept) if models_kept is None]
     for k in refit_members:
@@ -245,13 +245,14 @@ def kept_fit(evaluator: TreeEvaluator, clock: BudgetClock, spec: SolutionSpec, m
         if refit.model is None or (dataset.X_test is not None and refit.test_prediction is None):
             return None
         models[k], predictions[k] = (refit.model,), refit.test_prediction
-    prediction = fold_average(spec, predictions, dataset.classification)
+    model = Refit(FoldAverage(spec, tuple(models)), fold_average(spec, predictions, dataset.classification),
+                  seconds=seconds)
     if not refit_members:
-        return (Refit(FoldAverage(spec, tuple(models)), prediction), FOLD_AVERAGE,
-                "its CVs kept their fold models: the submission averages them, as the CV scored them, with no refit")
+        return model, FinalFit(FOLD_AVERAGE, estimate, seconds, rounds, "its CVs kept their fold models: the "
+                               "submission averages them, as the CV scored them, with no refit")
     names = ", ".join(f"node {members[k].id} ({members[k].candidate.trainer})" for k in refit_members)
-    return (Refit(FoldAverage(spec, tuple(models)), prediction, seconds=seconds), KEPT_AND_REFIT,
-            f"the other members' CVs kept their fold models; {names} kept none and was refit on every row")
+    return model, FinalFit(KEPT_AND_REFIT, estimate, seconds, rounds, f"the other members' CVs kept their fold "
+                           f"models; {names} kept none and was refit on every row", tuple(refit_members))
 
 
 def refit_rounds(evidence: Sequence[Evidence], combined: bool) -> dict[str, float]:
