@@ -133,6 +133,7 @@ def solve_task(
     reuse_own_memory: bool = False,
     chroma_url: str | None = None,
     started: float | None = None,
+    exit_seconds: float = 0.0,
 ) -> SolveResult:
     """Solve the task into `out_dir`. With `settings.use_kb`, the knowledge base is `kb` or the one in `kb_home`.
     With `settings.experience` and no `proposer` passed, the experience packs in use (the bundled one and those added
@@ -142,7 +143,8 @@ def solve_task(
     as it finishes and of the run; the task's own memories are left out unless `reuse_own_memory`.
     The time budget runs from `started` (a time.monotonic() value; default: now): a caller that read and profiled
     the task first passes when it began, so that its imports and the profiling count (they took 1-7 s of 60 s runs
-    whose own clock had started at this call, and one such run ended at 63.5 s)."""
+    whose own clock had started at this call, and one such run ended at 63.5 s). The last `exit_seconds` of the
+    budget are left to the caller for what follows this call: the command line's process exits in them."""
     started = time.monotonic() if started is None else started
     started_at = time.time() - (time.monotonic() - started)  # the same moment on the wall clock, for run.json
     sandbox.warm_up()  # the candidates' worker imports its libraries while the task is read
@@ -169,7 +171,7 @@ def solve_task(
         if memory is not None else None
     proposer = session.proposer if session is not None else proposer
     # The whole solve's budget, set-up and outputs included: from its start, the proposers' set-up counted.
-    clock = BudgetClock.starting(settings.search, started)
+    clock = BudgetClock.starting(settings.search, started, kept=exit_seconds)
     # The CV's folds, decided once from the table as profiled: fewer than settings.cv on a large table.
     folds = settings.folds_for(profile.n_rows)
     try:
@@ -192,9 +194,10 @@ def solve_task(
                         "to keep them)")
     if clock.left() < MIN_SEARCH_SECONDS:
         budget, spent = settings.search.time_budget, time.time() - started_at
-        raise BudgetTooSmall(f"--time-budget {budget:g} leaves {max(budget - spent, 0):.1f} s after {spent:.1f} s of "
-                             f"set-up, less than the {MIN_SEARCH_SECONDS:g} s a first node and the outputs need; give "
-                             f"at least {math.ceil(spent + MIN_SEARCH_SECONDS)} s")
+        kept = f" and the {exit_seconds:.1f} s kept for the process's exit" if exit_seconds else ""
+        raise BudgetTooSmall(f"--time-budget {budget:g} leaves {max(budget - spent - exit_seconds, 0):.1f} s after "
+                             f"{spent:.1f} s of set-up{kept}, less than the {MIN_SEARCH_SECONDS:g} s a first node and "
+                             f"the outputs need; give at least {math.ceil(spent + exit_seconds + MIN_SEARCH_SECONDS)} s")
     if settings.llm is not None:
         proposer = _llm_proposer(settings, proposer, dataset, out_dir, clock.deadline,
                                  ValidationSpec(n_splits=folds, seed=settings.search.seed))

