@@ -24,14 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from kb.recipes import executable_ops, recipe_specs
+from kb.recipes import NEEDS_PARAMS, executable_ops, recipe_specs
 
 DEFAULT_THRESHOLD = 0.5
 # Without a cue, meaning alone must be closer: generic sentences ("LightGBM is a gradient boosting framework") sit
 # at 0.5-0.6 from the GBDT description and carry no technique.
 SIMILARITY_ONLY_THRESHOLD = 0.6
-# Ops whose knowledge is their parameters: without one stated, the trick only names a model.
-NEEDS_PARAMS = ("gbdt_params", "set_model")
 # The agent runs these on gradient-boosted trees: a sentence about training a neural network ("Adam with a learning
 # rate of 0.00005", "early stopping after 3 epochs") that names no GBDT is about something else.
 GBDT_OPS = ("gbdt_params", "low_lr_more_trees", "early_stopping")
@@ -126,7 +124,14 @@ _NEGATION = re.compile(r"\b(no|not|without|never|than|instead of)\b")
 # A sentence that reports its technique failed is knowledge to read, not a recipe to run.
 # ("does not improve" stays: it is how early stopping is described.)
 _REJECTED = re.compile(r"\b(poor results|did ?n[o']t (help|work|improve)|does ?n[o']t (help|work)|"
-                       r"no (improvement|gain|boost)|made (it|things|the \w+) worse)\b")
+                       r"no (improvement|gain|boost)|no (high |big |real |significant )?effect|"
+                       r"made (it|things|the \w+) worse)\b")
+# Seeds that measure rather than average: repeated splits, experiments reported over seeds ("each experiment with 4
+# different seeds and report the mean"). Such a text is seed bagging only when it also averages predictions or models.
+_SEEDS_MEASURE = re.compile(r"\b(report\w*|statistics?|experiments?|splits?|\w*k-?fold|cross-validation|"
+                            r"standard (deviation|error)|std)\b")
+_SEEDS_AVERAGE = re.compile(r"\b(ensembl\w*|bag\w*|blend\w*|predictions?|predictors?|submission|"
+                            r"averag\w* (of |over |the )*(models|seeds|outputs))\b")
 # A more specific op wins over the general one its cue also fires: op -> the ops it silences.
 # (The model named beside an ensemble or a parameter set is one of its members, or the family the parameters are for.)
 _SPECIFIC = {
@@ -513,6 +518,8 @@ def _cues(text: str) -> dict[str, tuple[str, bool]]:
             if found:
                 hits[op] = (found.group(0), found.start() < len(first))
                 break
+    if "seed_bagging" in hits and _SEEDS_MEASURE.search(lowered) and not _SEEDS_AVERAGE.search(lowered):
+        hits.pop("seed_bagging")
     for specific, general in _SPECIFIC.items():
         if specific in hits:
             for op in general:

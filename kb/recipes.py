@@ -19,6 +19,9 @@ from kb.config import data_path
 
 RECIPES_PATH = data_path("recipes.json")  # data/recipes.json, as installed
 EXECUTED_BY = ("candidate", "search")
+# Ops whose knowledge is their parameters: with none, a trick of them only names a model (or, applied, is the op's
+# defaults, which are not the trick).
+NEEDS_PARAMS = ("gbdt_params", "set_model")
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,13 @@ For each of the task's labels, in priority order, search only the knowledge carr
 score each hit by label evidence (weight 0.8) and similarity to the task description (0.2); drop
 knowledge from the task's own competition; re-rank by label priority and keep the list diverse
 across pipeline stages. Papers are retrieved the same way and returned separately.
+
+Tricks to run (`executable`) must also be about the task's kind of data: the top level of a trick's first label
+(its area: "Sequential Modeling", "Graph Learning"...) must be one of the task's labels' areas. A trick is often
+labelled with a second area it shares with a tabular task ("General Machine Learning / Regression" after "Sequential
+Modeling / Time Series Forecasting"), and retrieved for it; as a change to a table's model it was a misreading
+(a graph paper's "rotation in complex space" compiled to coordinate rotation) or another data's settings (M5's
+Tweedie loss and 0.005 learning rate for unit sales).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from functools import cached_property
 from kb.labeller import HierarchicalLabeller
 from kb.records import Trick
 from kb.store import KnowledgeBase
+from kb.taxonomy import top_of
 from retrieval.analysis import task_competition, task_labels, task_text
 from retrieval.profile import TaskProfile, TaskSetupError
 
@@ -93,6 +101,9 @@ class HierarchicalRetriever:
                 if current is None or score > current.score:
                     best[hit.trick.id] = RetrievedTrick(hit.trick, score, label, priority, hit.score, label_evidence)
         ranked = sorted(best.values(), key=lambda item: (-item.score, item.trick.id))
+        if executable:
+            areas = {top_of(label) for label in query.labels}
+            ranked = [item for item in ranked if not item.trick.labels or top_of(item.trick.labels[0]) in areas]
         return ranked[:k] if stage else self._diversify(ranked, k)
 
     def _diversify(self, ranked: list[RetrievedTrick], k: int) -> list[RetrievedTrick]:

@@ -206,13 +206,38 @@ def _native_categorical_condition(profile: TaskProfile) -> str | None:
 ABSOLUTE_LOSSES = ("mae", "l1", "quantile")
 
 
+# GBDT losses for a target of counts or amounts (Poisson, Tweedie: zero or more; gamma: above zero), right-skewed.
+COUNT_LOSSES = {"poisson": 0.0, "tweedie": 0.0, "gamma": None}  # objective -> the least value it takes (None: > 0)
+
+
+def _count_target(profile: TaskProfile, objective: str) -> str | None:
+    """Why the task's target is not one `objective` models (None when it is): a regression target within the loss's
+    range and right-skewed as log_target asks (skewness above 0.75)."""
+    if profile.task_type != "regression":
+        return "not a regression task"
+    target = _target_values(profile)
+    if target is None or target.empty:
+        return "target values unavailable"
+    least = COUNT_LOSSES[objective]
+    if (target.min() < least) if least is not None else (target.min() <= 0):
+        return f"the target has values {'below 0' if least is not None else 'at or below 0'}"
+    if target.skew() <= 0.75:
+        return f"the target is not right-skewed (skewness {target.skew():.2f} <= 0.75)"
+    return None
+
+
 def _gbdt_objective_for_task(params: dict, profile: TaskProfile) -> tuple[dict, str]:
-    """A write-up's objective serves its own competition's metric: an absolute-error loss read from an MAE
-    competition, applied to a task scored by RMSE, predicts the wrong statistic (hotel: CV RMSE 15.2 -> 16.7)."""
+    """A write-up's objective serves its own competition's metric and target: an absolute-error loss read from an
+    MAE competition, applied to a task scored by RMSE, predicts the wrong statistic (hotel: CV RMSE 15.2 -> 16.7);
+    a Tweedie loss read from M5's unit sales fits counts, not birth weights (nc_birth_weight: CV RMSE 459 -> 505)
+    or log wages, which LightGBM refuses (spain_wages)."""
     objective = params.get("objective")
     if objective in ABSOLUTE_LOSSES and profile.metric != "mae":
         kept = {name: value for name, value in params.items() if name not in ("objective", "alpha")}
         return kept, f"objective={objective!r} left out: it fits a task scored by mae, this one is scored by {profile.metric}"
+    if objective in COUNT_LOSSES and (why := _count_target(profile, objective)) is not None:
+        kept = {name: value for name, value in params.items() if name not in ("objective", "tweedie_variance_power")}
+        return kept, f"objective={objective!r} left out: it fits counts or amounts, and {why}"
     return params, ""
 
 

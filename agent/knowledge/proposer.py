@@ -40,6 +40,7 @@ from agent.search.builtin import (
 )
 from agent.search.journal import IMPROVE, Journal, Node, candidate_key
 from agent.search.protocols import Proposal, TreeProposer
+from kb.recipes import NEEDS_PARAMS
 from retrieval.profile import TaskProfile
 
 # Ensembling tricks: the tree search ends every search by combining nodes on their out-of-fold predictions (a
@@ -165,6 +166,8 @@ class KnowledgeTreeProposer(TreeProposer):
             except Exception:  # noqa: BLE001 - a recipe that cannot judge this task is not offered
                 continue
             params, missing = recipe.for_task(recipe_ref.get("params"), profile)
+            if recipe.op in NEEDS_PARAMS and recipe_ref.get("params") and not params:
+                continue  # none of its parameters fits this task; at the op's defaults it would be another trick
             key = (recipe.op, repr(sorted(params.items())))
             if key in seen:
                 continue

