@@ -21,6 +21,7 @@ from retrieval.profile import TaskProfile
 Condition = Callable[[TaskProfile], str | None]  # None: the recipe applies; else why it does not
 # A trick's parameters fitted to the task: the parameters to use, and a note on what was left out and why ("" if none).
 ParamsFit = Callable[[dict, TaskProfile], tuple[dict, str]]
+SKEWED = 0.75  # the |skewness| past which a column or target is treated as skewed
 
 
 @lru_cache(maxsize=16)
@@ -76,8 +77,13 @@ def _log_target(profile: TaskProfile) -> str | None:
         return "target values unavailable"
     if target.min() < 0:
         return "the target has negative values (log needs non-negative values; try power_target)"
-    if target.skew() <= 0.75:
-        return f"the target is not right-skewed (skewness {target.skew():.2f} <= 0.75)"
+    return _not_right_skewed(target)
+
+
+def _not_right_skewed(target: pd.Series) -> str | None:
+    """Why the target is not right-skewed (skewness above SKEWED), None when it is."""
+    if target.skew() <= SKEWED:
+        return f"the target is not right-skewed (skewness {target.skew():.2f} <= {SKEWED})"
     return None
 
 
@@ -87,8 +93,8 @@ def _power_target(profile: TaskProfile) -> str | None:
     target = _target_values(profile)
     if target is None or target.empty:
         return "target values unavailable"
-    if abs(target.skew()) <= 0.75:
-        return f"the target is not skewed (|skewness| {abs(target.skew()):.2f} <= 0.75)"
+    if abs(target.skew()) <= SKEWED:
+        return f"the target is not skewed (|skewness| {abs(target.skew()):.2f} <= {SKEWED})"
     return None
 
 
@@ -100,9 +106,9 @@ def _skewed_numeric(non_negative: bool) -> Condition:
             return "no numeric column with more than two values"
         for name in names:
             values = frame[name].dropna()
-            if (not non_negative or values.min() >= 0) and abs(values.skew()) > 0.75:
+            if (not non_negative or values.min() >= 0) and abs(values.skew()) > SKEWED:
                 return None
-        return f"no {'non-negative ' if non_negative else ''}numeric column with skewness above 0.75"
+        return f"no {'non-negative ' if non_negative else ''}numeric column with skewness above {SKEWED}"
     return check
 
 
@@ -212,7 +218,7 @@ COUNT_LOSSES = {"poisson": 0.0, "tweedie": 0.0, "gamma": None}  # objective -> t
 
 def _count_target(profile: TaskProfile, objective: str) -> str | None:
     """Why the task's target is not one `objective` models (None when it is): a regression target within the loss's
-    range and right-skewed as log_target asks (skewness above 0.75)."""
+    range and right-skewed as log_target asks."""
     if profile.task_type != "regression":
         return "not a regression task"
     target = _target_values(profile)
@@ -221,9 +227,7 @@ def _count_target(profile: TaskProfile, objective: str) -> str | None:
     least = COUNT_LOSSES[objective]
     if (target.min() < least) if least is not None else (target.min() <= 0):
         return f"the target has values {'below 0' if least is not None else 'at or below 0'}"
-    if target.skew() <= 0.75:
-        return f"the target is not right-skewed (skewness {target.skew():.2f} <= 0.75)"
-    return None
+    return _not_right_skewed(target)
 
 
 def _gbdt_objective_for_task(params: dict, profile: TaskProfile) -> tuple[dict, str]:
