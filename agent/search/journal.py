@@ -320,6 +320,21 @@ class Journal:
             return node.exploration.score > parent.exploration.score
         return node.valid and (not parent.valid or node.score > parent.score)
 
+    def fold_gain(self, node: Node, greater_is_better: bool) -> float | None:
+        """How much a node improved on its parent on the CV folds both were scored on (a search's nodes share its
+        folds): the mean of the folds' relative improvements, > 0 better. A node stopped early or over time after
+        some folds is measured on those. None without both nodes' fold values on every row (a journal read back
+        keeps none, and an exploration sample's folds are other folds)."""
+        parent = self.parent(node)
+        if parent is None or node.evidence is None or parent.evidence is None \
+                or node.exploration is not None or parent.exploration is not None:
+            return None
+        sign = 1.0 if greater_is_better else -1.0
+        gains = [sign * (mine - theirs) / abs(theirs)
+                 for mine, theirs in zip(node.evidence.fold_values, parent.evidence.fold_values)  # the shorter's folds
+                 if math.isfinite(mine) and math.isfinite(theirs) and theirs != 0]
+        return sum(gains) / len(gains) if gains else None
+
     def tricks_on_branch(self, node: Node) -> tuple[set[str], set[str]]:
         """(used, ineffective) trick ids for improving `node`: tricks applied on its path or already tried from
         it, and tricks whose child did not beat its parent anywhere on the path (not retried on this branch)."""
