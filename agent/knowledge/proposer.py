@@ -313,8 +313,9 @@ class KnowledgeTreeProposer(TreeProposer):
                     f"{option.recipe.op}{note} as {option.trick.describe()} suggests")
             if option.trick.id in carried:
                 gain, source = carried[option.trick.id]
+                folds = len(source.evidence.fold_values)
                 plan += (f" (carried: it improved node {source.id} ({source.candidate.trainer}) by {gain:.1%} on the "
-                         f"{len(source.evidence.fold_values)} folds it was scored on)")
+                         f"{'fold' if folds == 1 else f'{folds} folds'} it was scored on)")
             plan += advice.note(option.trick, skipped) if advice is not None else ""
             return Proposal(changed, plan, option.trick)
         # A retrieved tuning trick brings the engine's Optuna study forward, after the untried tricks (it is for when

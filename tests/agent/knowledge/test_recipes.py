@@ -194,6 +194,8 @@ def test_apply_is_one_change_and_idempotent(trainer):
             assert changed.steps is None and changed != base, op
     hgb = catalogue()["early_stopping"].apply(SolutionCandidate("hist_gradient_boosting"), {"rounds": 20})
     assert dict(hgb.params) == {"early_stopping_rounds": 20, "max_iter": 1000}  # it stops on each validation fold
+    # A model that stops early already keeps its own patience: the trick has nothing to add.
+    assert catalogue()["early_stopping"].apply(hgb, {"rounds": 100}) == hgb
     weighted = catalogue()["class_weights"].apply(SolutionCandidate("xgboost"))
     assert TRAINERS["xgboost"].render(weighted.params, "binary", 0).startswith("ClassWeighted(XGBClassifier(")
     # set_model keeps the candidate's own steps on the new trainer's default ones.
