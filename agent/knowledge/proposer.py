@@ -3,10 +3,10 @@
 It drafts each model family with the retrieved tricks its columns and metric need (free text, dates,
 composite ids; the loss the metric rewards), and improves a node with exactly one retrieved trick not yet
 used on its branch (with probability `trick_prob`), else with a built-in change. A trick that improved another node
-of the same model group in this run (on the folds it was scored on, `carried`) is tried first, whatever the coin. Tricks run through the
-recipe catalogue (agent.knowledge.recipes); retrieved solution write-ups, papers and cards alike. With the experience
-packs' measured effects (`trick_effects`), a node's retrieved tricks are taken in the order measured on its model
-group, linear or trees (help first, harm last).
+of the same model group in this run (on the folds it was scored on, `carried`) is tried first, whatever the coin.
+Tricks run through the recipe catalogue (agent.knowledge.recipes); retrieved solution write-ups, papers and cards
+alike. With the experience packs' measured effects (`trick_effects`), a node's retrieved tricks are taken in the
+order measured on its model group, linear or trees (help first, harm last).
 
 Ensembling and tuning are the engine's, with or without knowledge: every search ends with the final combination
 (agent.search.tree), and the built-in proposer's Optuna study (agent.search.tuning) tunes a GBDT or forest node
