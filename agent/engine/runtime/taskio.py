@@ -72,15 +72,20 @@ def submission_frame(prediction, *, test_ids, id_column, target, classes, needs_
     """The submission: the sample's ids, order and columns when there is a sample, else id + target."""
     single_output = sample is not None and len(sample.columns) == (2 if id_column is not None else 1)
     target = sample.columns[-1] if single_output else target
-    classes = written_labels(classes)
+    read, classes = classes, written_labels(classes)
     if classes is not None and needs_proba:
         # Columns named after classes get their class's probability, in the sample's order; a single binary
-        # column gets the positive class's (code 1, last); else the most probable label.
+        # column gets the positive class's (code 1, last); else the most probable label. A class's column may be
+        # named as its label is written (1) or as pandas read it (1.0, from a column with a gap).
         proba = as_probabilities(prediction)
-        by_class = {str(label): proba[:, index] for index, label in enumerate(classes)}
+        by_class = {}
+        for index, (label, written) in enumerate(zip(read, classes)):
+            by_class.setdefault(str(label), proba[:, index])
+            by_class.setdefault(str(written), proba[:, index])
         outputs = [] if sample is None else [str(name) for name in sample.columns if name != id_column]
         class_columns = bool(outputs) and set(outputs) <= set(by_class)
-        values = by_class if class_columns else {target: proba[:, -1] if proba.shape[1] == 2 else classes[proba.argmax(1)]}
+        values = ({name: by_class[name] for name in outputs} if class_columns
+                  else {target: proba[:, -1] if proba.shape[1] == 2 else classes[proba.argmax(1)]})
     elif classes is not None:
         values = {target: classes[as_predictions(prediction).astype(int)]}
     else:
