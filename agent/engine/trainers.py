@@ -286,10 +286,11 @@ class TrainerFacts:
     # round so far (XGBoost and LightGBM, through their early-stopping callbacks), FROM_EARLIER_FOLDS from the trees
     # the CV's earlier folds kept (CatBoost, on every fold but the first); None: it does not.
     adaptive_patience: str | None = None
-    # Parameters that act only on the statistics the model computes on the categorical columns it is handed as
-    # categories (the native_categorical step): a change of them alone changes nothing for a node whose categoricals
-    # all reach it as numbers or one-hot encoded.
-    categorical_params: tuple[str, ...] = ()
+    # Parameters that act only on combinations of the categorical columns the model computes statistics on (those
+    # handed to it as categories by the native_categorical step): a change of them alone changes nothing for a node
+    # with no such column, nor, once the node combines pairs (a value of 2 or more), for one with a single such
+    # column (CatBoost's max_ctr_complexity of 2 and 4 fit the same trees there on two real tables; 1 and 4 do not).
+    combination_params: tuple[str, ...] = ()
     # (parameter, its library default): a categorical column of at most that many levels is one-hot encoded inside
     # the model, with no statistics (CatBoost's one_hot_max_size, 2; here 255 on a multiclass target).
     one_hot_levels: tuple[str, int] | None = None
@@ -377,7 +378,7 @@ TRAINER_FACTS: dict[str, TrainerFacts] = {
     # built-in change.
     "catboost": TrainerFacts(
         "gbdt", "iterations", 500, "learning_rate", 0.05, seed_dependent=True, aliases=("cat",),
-        adaptive_patience=FROM_EARLIER_FOLDS, categorical_params=("max_ctr_complexity",),
+        adaptive_patience=FROM_EARLIER_FOLDS, combination_params=("max_ctr_complexity",),
         one_hot_levels=("one_hot_max_size", 2),
         variations=(("combinations of up to 4 categorical features", {"max_ctr_complexity": 4}),
                     ("deeper trees", {"depth": 8}), ("shallower trees", {"depth": 4}),

@@ -190,10 +190,11 @@ class BuiltinTreeProposer(TreeProposer):
         patience = {} if stopping is None else {"early_stopping_rounds": stopping}
         ops = _ops(base)
         facts = trainer_facts(base.trainer)
-        statistics = self._category_statistics(base, profile)
+        with_statistics = self._columns_with_statistics(base, profile)
         for why, params in facts.variations_for(profile.task_type in CLASSIFICATION):
-            if not statistics and set(params) <= set(facts.categorical_params):
-                continue  # the model computes no statistics on a categorical: the change would score as its parent
+            if set(params) <= set(facts.combination_params) and (with_statistics == 0 or with_statistics == 1 and all(
+                    base.params.get(name, value) >= 2 for name, value in params.items())):
+                continue  # nothing more to combine: the change would score as its parent
             # the patience stays the one the table's size set (TrainerFacts.params_for)
             changes.append((why, replace(base, params={**base.params, **params, **patience})))
         high_cardinality = [c.name for c in profile.column_infos("categorical") if c.cardinality > 15]
@@ -203,11 +204,16 @@ class BuiltinTreeProposer(TreeProposer):
                 changes.append((f"target encoding (inside the CV folds) instead of {encoder} for the "
                                 f"high-cardinality columns {', '.join(high_cardinality[:3])}",
                                 replace(base, steps=replace_step(base.steps, encoder, Step("target_encoding")))))
-        if "one_hot" in ops and base.trainer != "linear":
+        # Codes and one-hot columns give a tree the same splits on a column of at most two levels, so swapping
+        # one encoder for the other needs a categorical with more (7 nodes on a table without any categorical
+        # scored exactly as their parents on the judge tables).
+        categoricals = profile.column_infos("categorical")
+        several_levels = any(c.cardinality > 2 for c in categoricals)
+        if "one_hot" in ops and base.trainer != "linear" and several_levels:
             changes.append(("ordinal codes instead of one-hot columns: trees split on codes directly",
                             replace(base, steps=replace_step(base.steps, "one_hot", Step("ordinal_encoding")))))
-        if "ordinal_encoding" in ops and base.trainer != "linear" and profile.column_infos("categorical"):
-            small = all(c.cardinality <= 15 for c in profile.column_infos("categorical"))
+        if "ordinal_encoding" in ops and base.trainer != "linear" and several_levels:
+            small = all(c.cardinality <= 15 for c in categoricals)
             if small:
                 changes.append(("one-hot columns instead of ordinal codes for the low-cardinality categoricals",
                                 replace(base, steps=replace_step(base.steps, "ordinal_encoding", Step("one_hot")))))
@@ -219,14 +225,14 @@ class BuiltinTreeProposer(TreeProposer):
             changes.append(("model the raw target", replace(base, target_transform=None)))
         return changes
 
-    def _category_statistics(self, base: SolutionCandidate, profile: TaskProfile) -> bool:
-        """Whether the model computes statistics on some categorical column: one handed to it as categories (the
+    def _columns_with_statistics(self, base: SolutionCandidate, profile: TaskProfile) -> int:
+        """How many categorical columns the model computes statistics on: those handed to it as categories (the
         native_categorical step keeps at most its max_levels levels) with more levels than it one-hot encodes
         (TrainerFacts.one_hot_levels, from the node's parameters, else the trainer's defaults for the task type,
         else the library's)."""
         native = next((step for step in base.steps or () if step.op == NATIVE_CATEGORICAL), None)
         if native is None:
-            return False
+            return 0
         most = native.params.get("max_levels", BUILTIN_STEPS[NATIVE_CATEGORICAL].defaults["max_levels"])
         one_hot = 0
         facts = trainer_facts(base.trainer)
@@ -235,7 +241,7 @@ class BuiltinTreeProposer(TreeProposer):
             trainer = self.trainers.get(base.trainer)
             defaults = trainer.defaults_for(profile.task_type) if isinstance(trainer, EstimatorTrainer) else {}
             one_hot = int(base.params.get(name, defaults.get(name, library_default)))
-        return any(min(column.cardinality, most) > one_hot for column in profile.column_infos("categorical"))
+        return sum(min(column.cardinality, most) > one_hot for column in profile.column_infos("categorical"))
 
     # ---- tune: a short Optuna study around a GBDT or forest node (agent.search.tuning)
 
