@@ -192,8 +192,8 @@ class BuiltinTreeProposer(TreeProposer):
         facts = trainer_facts(base.trainer)
         with_statistics = self._columns_with_statistics(base, profile)
         for why, params in facts.variations_for(profile.task_type in CLASSIFICATION):
-            if set(params) <= set(facts.combination_params) and (with_statistics == 0 or with_statistics == 1 and all(
-                    base.params.get(name, value) >= 2 for name, value in params.items())):
+            if set(params) <= set(facts.combination_params) and (with_statistics == 0 or (
+                    with_statistics == 1 and all(base.params.get(name, value) >= 2 for name, value in params.items()))):
                 continue  # nothing more to combine: the change would score as its parent
             # the patience stays the one the table's size set (TrainerFacts.params_for)
             changes.append((why, replace(base, params={**base.params, **params, **patience})))
