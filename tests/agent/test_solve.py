@@ -320,8 +320,8 @@ def test_probability_columns_follow_the_sample_whatever_its_order():
     assert list(submission.columns) == ["VF", "M", "F", "L"] and submission["VF"].tolist() == [0.4, 0.1]
     # classes read as floats: a column may name one as read (2.0) or as written (2)
     for names in (["0.0", "1.0", "2.0"], ["0", "1", "2"]):
-        submission = submission_frame(np.array([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]]), test_ids=pd.Series([1, 2]), id_column="id", target="pid",
-                                      classes=np.array([0.0, 1.0, 2.0]), needs_proba=True,
+        submission = submission_frame(np.array([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]]), test_ids=pd.Series([1, 2]),
+                                      id_column="id", target="pid", classes=np.array([0.0, 1.0, 2.0]), needs_proba=True,
                                       sample=pd.DataFrame({"id": [1, 2], **{name: 0.3 for name in names}}))
         assert list(submission.columns) == ["id", *names] and submission[names[2]].tolist() == [0.5, 0.1]
     # a binary sample whose one column names a class gets that class's probability, whichever is positive

