@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.search.blending import blend_candidates
+from agent.search.blending import BlendCost, blend_candidates
 from agent.search.journal import Journal
 from agent.settings import SearchSettings
 from agent.verify.findings import Evidence
@@ -43,10 +43,6 @@ OUTPUT_SECONDS = 3.0
 # A node's CV on every row is estimated from its sample CV: fit seconds scaled by the rows, with this margin for
 # trees' worse than linear cost in the rows.
 PROMOTION_MARGIN = 1.25
-# Greedy blend selection scores the metric hundreds of times: on a larger table it chooses the weights on this many
-# rows (150,000 rows and 8 members took 33 s on two busy cores), and the time kept back holds BLEND_SECONDS for it
-# (less on fewer rows).
-BLEND_ROWS, BLEND_SECONDS = 20_000, 5.0
 
 
 @dataclass(frozen=True)
@@ -78,21 +74,22 @@ class BudgetClock:
     def left(self) -> float:
         return self.deadline - time.monotonic()
 
-    def search_deadline(self, journal: Journal, rows: int, blending: bool) -> float:
+    def search_deadline(self, journal: Journal, rows: int, blend: BlendCost | None) -> float:
         """When the search must stop drawing nodes: the deadline less the time kept back (refit_reserve)."""
-        return self.deadline - self.refit_reserve(journal, rows, blending)
+        return self.deadline - self.refit_reserve(journal, rows, blend)
 
-    def refit_reserve(self, journal: Journal, rows: int, blending: bool) -> float:
-        """Seconds kept back for what follows the search: the final fit, blending and writing the outputs. The final
-        fit needs no refit for a node whose CV kept its fold models (agent.search.final.kept_fit): only the nodes
-        the final solution may hold that kept none (forests, whose fold models grow with the rows) are refit on
-        every row, each apart. When none of them kept any (on a Ray cluster), a blend of the best is refit whole (a
-        blend refits each of its members, typically a few of the best nodes). Estimated from their folds' fit
-        seconds, and at most REFIT_MAX_SHARE of the budget (beyond that the fold models' average is the
+    def refit_reserve(self, journal: Journal, rows: int, blend: BlendCost | None) -> float:
+        """Seconds kept back for what follows the search: the final fit, the final blend (`blend`, its cost on this
+        table; None when the metric cannot be blended) of the candidates it would pick from now, and writing the
+        outputs. The final fit needs no refit for a node whose CV kept its fold models (agent.search.final.kept_fit):
+        only the nodes the final solution may hold that kept none (forests, whose fold models grow with the rows)
+        are refit on every row, each apart. When none of them kept any (on a Ray cluster), a blend of the best is
+        refit whole (a blend refits each of its members, typically a few of the best nodes). Estimated from their
+        folds' fit seconds, and at most REFIT_MAX_SHARE of the budget (beyond that the fold models' average is the
         submission). On a large table only a best scored on the sample only, which has no fold models'
         predictions, is budgeted: the others' fold models' average is the submission unless time is left for the
         refit."""
-        best = journal.best()  # an explored node, when it beats the valid ones on the sample
+        best, blending = journal.best(), blend is not None  # best: an explored node, when it beats the valid ones
         if self.settings.large_table(rows):
             refits = [[best]] if best is not None and not best.valid else []
         else:
@@ -109,8 +106,8 @@ class BudgetClock:
         estimate = sum(refit_estimate([node.evidence or Evidence("ok", elapsed=node.elapsed) for node in nodes], rows)
                        for nodes in refits)
         kept = min(estimate, REFIT_MAX_SHARE * self.budget) if self.budget is not None else estimate
-        blend = BLEND_SECONDS * min(1.0, rows / BLEND_ROWS) if blending and len(journal.valid_nodes) >= 2 else 0.0
-        return kept + OUTPUT_SECONDS + blend
+        blending_seconds = blend.seconds(len(blend_candidates(journal))) if blend is not None else 0.0
+        return kept + OUTPUT_SECONDS + blending_seconds
 
     def used_up(self, journal: Journal, search_deadline: float) -> str:
         """Why no node may start before `search_deadline` ("" while one may): a node started with less time left

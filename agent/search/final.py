@@ -34,8 +34,8 @@ from agent.engine.compile import ENSEMBLE
 from agent.engine.dataset import Dataset
 from agent.engine.spec import SolutionSpec
 from agent.execution.sandbox import error_tail
-from agent.search.blending import AVERAGE, RANK_AVERAGE, STACK, Blend, blend_candidates, blends
-from agent.search.clock import BLEND_ROWS, BudgetClock, refit_estimate, rows_within
+from agent.search.blending import AVERAGE, BLEND_ROWS, RANK_AVERAGE, STACK, Blend, blend_candidates, blends
+from agent.search.clock import BudgetClock, refit_estimate, rows_within
 from agent.search.exploration import Exploring
 from agent.search.journal import IMPROVE, Journal, Node
 from agent.search.nodes import Evaluated

@@ -32,7 +32,7 @@ from agent.engine.dataset import Dataset
 from agent.engine.fit import FoldGate, paired_spread
 from agent.engine.spec import ModelSpec, SolutionSpec, SpecError
 from agent.engine.trainers import Trainer, default_steps, trainer_facts
-from agent.search.blending import blendable, keep_bar
+from agent.search.blending import BlendCost, blend_cost, blendable, keep_bar
 from agent.search.builtin import describe_score
 from agent.search.clock import REFIT_SHARE, BudgetClock
 from agent.search.exploration import Exploring, exploring
@@ -159,6 +159,7 @@ class TreeSearch:
         self.draws = 0  # proposals drawn so far
         self.rng = random.Random(search.seed)
         self.blending = blendable(dataset.metric, dataset.task_type)
+        self.blend_cost: BlendCost | None = None  # measured when run() starts
         self.steps, self.stop_reason = 0, ""  # search steps taken after the drafts, and why the search stopped
         self.passed_over = 0  # verified nodes no longer improved: less time was left than their own CV took
         self.bagged: set[int] = set()  # nodes whose seed bag (`_final_bag`) has been drawn
@@ -174,6 +175,9 @@ class TreeSearch:
         batch of one proposal per worker is evaluated together and appended in the order drawn."""
         self.started = time.monotonic()
         self.baseline = self.evaluator.baseline(self.dataset)
+        if self.blending:
+            dataset = self.dataset
+            self.blend_cost = blend_cost(dataset.y, dataset.metric, dataset.task_type, dataset.classification)
         self.explore = exploring(self.dataset, self.evaluator, self.verifier, self.clock)
         back = ALL_COMPLETED if self.settings.search.in_order else FIRST_COMPLETED
         running: dict[Future[Evaluated], Running] = {}
@@ -193,7 +197,7 @@ class TreeSearch:
         """Draw a proposal for each free worker (the policy picks, the proposer proposes), seeing the running ones
         as pending nodes, and start evaluating it."""
         # No node may run into the time kept back for the final refit and the outputs.
-        search_deadline = self.clock.search_deadline(self.journal, len(self.dataset.y), self.blending)
+        search_deadline = self.clock.search_deadline(self.journal, len(self.dataset.y), self.blend_cost)
         self.proposer.set_deadline(search_deadline)  # no LLM call may run past it either
         batch = self._draw(search_deadline, [job.drawn for job in running.values()])  # in the order drawn
         self._size_exploration(batch, search_deadline)

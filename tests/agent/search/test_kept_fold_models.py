@@ -95,13 +95,15 @@ def test_a_blend_refits_only_the_member_that_kept_none(searched):
 def test_the_time_kept_back_holds_only_the_refit_of_what_kept_no_fold_models(searched):
     search, dataset, gbdt, forest, _ = searched
     rows, clock = len(dataset.y), BudgetClock(SETTINGS, 600.0, time.monotonic() + 600.0)
-    kept = clock.refit_reserve(search.journal, rows, blending=True)
+    assert search.blend_cost is not None  # measured when the search started
+    kept = clock.refit_reserve(search.journal, rows, search.blend_cost)
     # as on a Ray cluster, where no CV keeps its fold models: a blend of the best is refit whole, in one process
     none_kept = Journal([replace(node, fold_models_kept=False) for node in search.journal])
-    whole = clock.refit_reserve(none_kept, rows, blending=True)
+    whole = clock.refit_reserve(none_kept, rows, search.blend_cost)
     assert whole - kept == pytest.approx(refit_estimate([gbdt.evidence, forest.evidence], rows)
                                          - refit_estimate([forest.evidence], rows))
     assert whole > kept
+
 
 
 def test_solution_py_makes_the_blends_submission_as_the_agent_did(searched, tmp_path):
