@@ -8,7 +8,8 @@ lower bound). The table says how many of those the model puts over their cap.
 
     python -m bench.fit_time RUNS_DIR [RUNS_DIR ...] [--write]
 
-A family's output_power (its cost per class of a multiclass target) is bench/class_times.py's and is kept as shipped.
+A family's output_power (its cost per class of a multiclass target) is bench/class_times.py's, its transfer (how
+much other families' times on a table tell of its own) bench/table_factor.py's; both are kept as shipped.
 
 RUNS_DIR is a folder of run folders, such as an experience build's work folder (`agent experience build POOL --out
 pack.json` keeps them in pack.json.runs/). With --write, data/fit_times.json and the section "## Fit-time model of
@@ -116,8 +117,9 @@ def main(runs_dirs: tuple[Path, ...], write: bool) -> None:
             rows.append(f"| {name} | {len(finished)} | {len(over)} | – | – | – | – | – | too few finished drafts |")
             continue
         family, spread = fit_family(found)
-        if shipped is not None and shipped.knows(name):  # bench/class_times.py fits it, on drafts these runs lack
-            family = replace(family, output_power=shipped.families[name].output_power)
+        if shipped is not None and shipped.knows(name):  # bench/class_times.py and bench/table_factor.py fit them
+            shipped_family = shipped.families[name]
+            family = replace(family, output_power=shipped_family.output_power, transfer=shipped_family.transfer)
         families[name] = family
         model = FitTimeModel({name: family})
         caught = sum(model.seconds(name, d.rows, d.columns, d.text, d.folds, d.bag) > d.seconds for d in over)

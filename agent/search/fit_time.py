@@ -68,6 +68,10 @@ class FamilyTime:
     text_factor: float
     max_columns: int
     output_power: float = 0.0
+    # How much of what other families' drafts took here against the model carries to this family's first draft:
+    # the power their ratio is raised to (DraftTimes.table_factor), fitted on the experience pack's tables by
+    # bench/table_factor.py.
+    transfer: float = 1.0
 
     def seconds(self, rows: int, columns: int, text: bool, outputs: int = 1) -> float:
         return self.overhead + self.per_1k_rows * rows / 1000 * self._scale(columns, text, outputs)
@@ -201,8 +205,10 @@ class DraftTimes:
 
     def table_factor(self, journal: Journal, candidate: SolutionCandidate) -> float:
         """How much longer than the model expects this table's drafts of `candidate` take: the geometric mean of
-        measured / expected over the drafts that finished every fold (those of its family when there are any), and
-        at least what a draft of its family and loss that ran over its cap shows (its seconds are a lower bound, or
+        measured / expected over the drafts of its family that finished every fold; with none, that of the other
+        families' raised to its family's `transfer` (on the pack's tables a forest's time follows the other
+        families' little, a CatBoost's closely: bench/table_factor.py); and at least what a draft of its family and
+        loss that ran over its cap shows (its seconds are a lower bound, or
         what its first folds projected when its pace stopped it); 1 before any ran. Another loss's overrun bounds
         nothing: an L1 LightGBM projected 10 times the model on a 24k-row table, where the squared-error LightGBM
         fitted in 5 s; CatBoost drafts of one loss and other trees all ran over on a multiclass table."""
@@ -219,14 +225,16 @@ class DraftTimes:
                 finished.append((trainer, ratio))
             elif node.status == OVER_TIME and trainer == family and _loss(node.candidate) == loss:
                 bounds.append(ratio)
-        ratios = [ratio for trainer, ratio in finished if trainer == family] or [ratio for _, ratio in finished]
-        return _correction(ratios, bounds)
+        own = [ratio for trainer, ratio in finished if trainer == family]
+        if own:
+            return _correction(own, bounds)
+        return _correction([ratio for _, ratio in finished], bounds, self.model.families[family].transfer)
 
 
-def _correction(ratios: list[float], bounds: list[float]) -> float:
-    """The geometric mean of measured / expected `ratios`, and at least each of `bounds` (over-time nodes' ratios,
-    lower bounds); 1 with neither."""
-    factor = math.exp(sum(math.log(ratio) for ratio in ratios) / len(ratios)) if ratios else 1.0
+def _correction(ratios: list[float], bounds: list[float], power: float = 1.0) -> float:
+    """The geometric mean of measured / expected `ratios` raised to `power`, and at least each of `bounds`
+    (over-time nodes' ratios, lower bounds); 1 with neither."""
+    factor = math.exp(power * sum(math.log(ratio) for ratio in ratios) / len(ratios)) if ratios else 1.0
     return max([factor, *bounds])
 
 
