@@ -36,4 +36,3 @@ def test_a_sample_of_one_class_does_not_stop_the_run():
 def test_more_rows_than_the_weights_are_chosen_on_add_the_combinations_scored_on_every_row():
     y = np.random.default_rng(0).normal(size=3 * BLEND_ROWS)
     assert blend_cost(y, "rmse", "regression", classification=False).rescoring_seconds > 0
-

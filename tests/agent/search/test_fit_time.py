@@ -102,7 +102,6 @@ def test_the_table_factor_is_what_the_drafts_run_here_took_against_the_model():
     assert times.expected(SolutionCandidate("random_forest"), 4_000, journal) is None  # a family it does not know
 
 
-
 def test_other_families_times_carry_to_a_draft_by_its_familys_transfer():
     """Before a family's own draft finished, the others' ratio is raised to its transfer: on the pack's tables a
     forest's time follows theirs little, a CatBoost's closely (bench/table_factor.py)."""
@@ -112,6 +111,7 @@ def test_other_families_times_carry_to_a_draft_by_its_familys_transfer():
                               "random_forest": FamilyTime(2.0, 1.0, 0.0, 1.0, 100, transfer=transfer)})
         times = DraftTimes(model, columns=10, text=False, folds=5)
         assert times.table_factor(slow_linear, SolutionCandidate("random_forest")) == pytest.approx(factor)
+
 
 def test_a_time_measured_on_another_table_is_carried_by_the_model():
     model = FitTimeModel({"lightgbm": FamilyTime(2.0, 1.0, 1.0, 3.0, 100)})

@@ -105,7 +105,6 @@ def test_the_time_kept_back_holds_only_the_refit_of_what_kept_no_fold_models(sea
     assert whole > kept
 
 
-
 def test_solution_py_makes_the_blends_submission_as_the_agent_did(searched, tmp_path):
     search, dataset, _, forest, blend = searched
     ample = BudgetClock(SETTINGS, 600.0, time.monotonic() + 600.0)
