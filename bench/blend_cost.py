@@ -4,7 +4,7 @@ Before the search stops drawing nodes, the budget clock keeps back the seconds t
 (agent.search.blending.BlendCost: one metric call timed on the table, times the calls greedy selection makes per
 candidate member, with BLEND_MARGIN). Here, for each metric shape a blend meets (RMSE; AUC, which adds a rank average;
 binary log loss; 5- and 12-class log loss), on 1,000 to 150,000 rows and with 2 and 8 candidate members, the estimate
-is made as the search makes it and `blends` is timed on the same rows, through agent.search.final.combinations' rule
+is made as the search makes it and the final combination's blends are timed on the same rows (agent.search.final.chosen_blends:
 (weights chosen on BLEND_ROWS rows, each combination scored on every row). Predictions are random, of the shape a
 node's out-of-fold predictions have: greedy selection's cost depends on the shapes, not on the values. The fixed
 constant it replaces kept back 5 s from 20,000 rows on, and a quarter of that per 5,000 rows below.
@@ -22,8 +22,8 @@ import click
 import numpy as np
 from sklearn.model_selection import KFold
 
-from agent.search.blending import BLEND_MARGIN, BLEND_ROWS, blend_cost, blends
-from agent.search.final import on_every_row
+from agent.search.blending import BLEND_MARGIN, BLEND_ROWS, blend_cost
+from agent.search.final import chosen_blends
 from bench.results import write_section
 from bench.throughput_bench import REPO, code_stamp
 
@@ -36,19 +36,10 @@ OLD_SECONDS = 5.0  # the constant replaced: BLEND_SECONDS x min(1, rows / BLEND_
 
 
 def measured_blend(y: np.ndarray, members: list[np.ndarray], metric: str, task_type: str) -> float:
-    """Seconds `blends` takes on these members, as agent.search.final.combinations runs it."""
+    """Seconds the final combination's blends take on these members (agent.search.final.chosen_blends)."""
     folds = list(KFold(5, shuffle=True, random_state=0).split(y))
     started = time.perf_counter()
-    if len(y) <= BLEND_ROWS:
-        blends(members, y, metric, task_type, folds)
-    else:
-        rows = np.sort(np.random.default_rng(0).choice(len(y), BLEND_ROWS, replace=False))
-        position = np.full(len(y), -1)
-        position[rows] = np.arange(len(rows))
-        sampled = [(position[train][position[train] >= 0], position[valid][position[valid] >= 0])
-                   for train, valid in folds]
-        for combination in blends([member[rows] for member in members], y[rows], metric, task_type, sampled):
-            on_every_row(combination, members, y, metric, task_type != "regression", folds)
+    chosen_blends(members, y, metric, task_type, folds, seed=0)
     return time.perf_counter() - started
 
 

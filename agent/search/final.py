@@ -115,21 +115,25 @@ def combinations(proposal: BlendProposal, dataset: Dataset, journal: Journal,
     folds = runtime.make_folds(y, classification=dataset.classification, n_splits=validation.n_splits,
                                seed=validation.seed)
     members = [np.asarray(blendable_predictions(journal[i])) for i in ids]
-    if len(y) <= BLEND_ROWS:
-        found = blends(members, y, dataset.metric, dataset.task_type, folds)
-    else:
-        rows = np.sort(np.random.default_rng(validation.seed).choice(len(y), BLEND_ROWS, replace=False))
-        position = np.full(len(y), -1)
-        position[rows] = np.arange(len(rows))
-        sampled = [(position[train][position[train] >= 0], position[valid][position[valid] >= 0])
-                   for train, valid in folds]
-        found = [on_every_row(combination, members, y, dataset.metric, dataset.classification, folds)
-                 for combination in blends([member[rows] for member in members], y[rows], dataset.metric,
-                                           dataset.task_type, sampled)]
+    found = chosen_blends(members, y, dataset.metric, dataset.task_type, folds, validation.seed)
     seconds = (time.monotonic() - clock) / len(found)
     return [_combined([journal[ids[k]] for k in combination.members], combination, seconds, proposal, dataset,
                       evaluator)
             for combination in found if len(combination.members) >= 2]
+
+
+def chosen_blends(members: Sequence[np.ndarray], y: np.ndarray, metric: str, task_type: str, folds: Sequence[Any],
+                  seed: int) -> list[Blend]:
+    """Every combination `blends` finds of these members' OOF predictions on `folds`; on more than BLEND_ROWS rows
+    with the weights chosen on BLEND_ROWS of them (drawn with `seed`), then scored on every row."""
+    if len(y) <= BLEND_ROWS:
+        return blends(members, y, metric, task_type, folds)
+    rows = np.sort(np.random.default_rng(seed).choice(len(y), BLEND_ROWS, replace=False))
+    position = np.full(len(y), -1)
+    position[rows] = np.arange(len(rows))
+    sampled = [(position[train][position[train] >= 0], position[valid][position[valid] >= 0]) for train, valid in folds]
+    return [on_every_row(combination, members, y, metric, task_type != "regression", folds)
+            for combination in blends([member[rows] for member in members], y[rows], metric, task_type, sampled)]
 
 
 def _combined(members: Sequence[Node], combination: Blend, seconds: float, proposal: BlendProposal,
