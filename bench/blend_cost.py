@@ -4,10 +4,11 @@ Before the search stops drawing nodes, the budget clock keeps back the seconds t
 (agent.search.blending.BlendCost: one metric call timed on the table, times the calls greedy selection makes per
 candidate member, with BLEND_MARGIN). Here, for each metric shape a blend meets (RMSE; AUC, which adds a rank average;
 binary log loss; 5- and 12-class log loss), on 1,000 to 150,000 rows and with 2 and 8 candidate members, the estimate
-is made as the search makes it and the final combination's blends are timed on the same rows (agent.search.final.chosen_blends:
-(weights chosen on BLEND_ROWS rows, each combination scored on every row). Predictions are random, of the shape a
-node's out-of-fold predictions have: greedy selection's cost depends on the shapes, not on the values. The fixed
-constant it replaces kept back 5 s from 20,000 rows on, and a quarter of that per 5,000 rows below.
+is made as the search makes it and the final combination's blends are timed on the same rows
+(agent.search.final.chosen_blends: weights chosen on BLEND_ROWS rows, each combination scored on every row).
+Predictions are random, of the shape a node's out-of-fold predictions have: greedy selection's cost depends on the
+shapes, not on the values. The fixed constant it replaces kept back 5 s from 20,000 rows on, and a quarter of that
+per 5,000 rows below.
 
     python -m bench.blend_cost [--write]
 """
