@@ -26,27 +26,26 @@ from datetime import date
 
 import click
 
+from agent.memory.experience import bundled_pack_path, read_pack
 from agent.search.fit_time import FIT_TIMES_FILE, FitTimeModel
 from bench.results import write_section
 from bench.throughput_bench import REPO, code_stamp
 
 SECTION = "## What other families' times tell of a draft's (issue 25)"
-PACK = REPO / "data" / "experience" / "pack.json"
 
 
 def log_ratios(model: FitTimeModel) -> list[dict[str, float]]:
     """Per pack table, each known family's median log(measured / expected) over its configurations without a bag."""
     tables = []
-    for task in json.loads(PACK.read_text(encoding="utf-8"))["tasks"]:
-        kinds = task["signature"]["column_kinds"]
+    for task in read_pack(bundled_pack_path()).tasks:
+        kinds = dict(task.signature.column_kinds)
         columns = sum(count for kind, count in kinds.items() if kind != "id")
         text = kinds.get("text", 0) > 0
         found = defaultdict(list)
-        for config in task["configs"]:
-            name, params = config["spec"]["model"]["name"], config["spec"]["model"]["params"]
-            if model.knows(name) and config.get("seconds") and params.get("seed_bag", 1) == 1:
-                expected = model.seconds(name, config["rows"], columns, text)
-                found[name].append(math.log(config["seconds"] / expected))
+        for config in task.configs:
+            name, params = config.spec["model"]["name"], config.spec["model"]["params"]
+            if model.knows(name) and config.seconds and params.get("seed_bag", 1) == 1:
+                found[name].append(math.log(config.seconds / model.seconds(name, config.rows, columns, text)))
         tables.append({name: statistics.median(values) for name, values in found.items()})
     return tables
 

@@ -41,6 +41,7 @@ from agent.search.journal import IMPROVE, Journal, Node
 from agent.search.nodes import Evaluated
 from agent.search.protocols import FREE_CODE, BlendProposal, TreeEvaluator, TreeProposer
 from agent.verify.findings import Evidence
+from retrieval.metrics import CLASSIFICATION
 from retrieval.profile import TaskProfile
 
 REFIT, FOLD_AVERAGE, SAMPLE_REFIT = "refit on every row", "CV fold models averaged", "refit on a sample of the rows"
@@ -132,7 +133,7 @@ def chosen_blends(members: Sequence[np.ndarray], y: np.ndarray, metric: str, tas
     position = np.full(len(y), -1)
     position[rows] = np.arange(len(rows))
     sampled = [(position[train][position[train] >= 0], position[valid][position[valid] >= 0]) for train, valid in folds]
-    return [on_every_row(combination, members, y, metric, task_type != "regression", folds)
+    return [on_every_row(combination, members, y, metric, task_type in CLASSIFICATION, folds)
             for combination in blends([member[rows] for member in members], y[rows], metric, task_type, sampled)]
 
 
