@@ -285,9 +285,9 @@ def held_back_score(task: AnytimeTask, task_dir: Path, answers: Path, submission
         if task.metric == "roc_auc":
             return float(skm.roc_auc_score(positive, proba))
         return float(skm.log_loss(positive, np.clip(proba, 1e-15, 1 - 1e-15), labels=[0, 1]))
-    classes = [c for c in got.columns if c != ID_COLUMN]
-    proba = merged[classes].to_numpy(dtype=float)
-    proba = np.clip(proba, 1e-15, 1)
+    # log_loss reads the probability columns in the sorted order of `labels`, whatever order they are passed in
+    classes = sorted(c for c in got.columns if c != ID_COLUMN)
+    proba = np.clip(merged[classes].to_numpy(dtype=float), 1e-15, 1)
     return float(skm.log_loss(y, proba / proba.sum(axis=1, keepdims=True), labels=classes))
 
 
@@ -345,6 +345,17 @@ def failure(run: dict) -> str:
     return f" (it printed: `{last.strip()[:240]}`)" if last else ""
 
 
+def submission_cells(run: dict, digits: str) -> tuple[str, str]:
+    """A run's table cells: where its submission came from, and its held-back score (the sample's in brackets)."""
+    how = run.get("submission_how") or "—"
+    if run.get("submission_node") is not None:
+        how = f"node {run['submission_node']}: {how}"
+    score = "—" if run["score"] is None else f"{run['score']:{digits}}"
+    if run.get("sample_score") is not None:
+        score += f" ({run['sample_score']:{digits}})"
+    return how, score
+
+
 def markdown(runs: dict[str, dict]) -> str:
     first_run = {}
     for r in runs.values():  # the commits in the order they were first run at
@@ -373,12 +384,7 @@ def markdown(runs: dict[str, dict]) -> str:
              "nodes evaluated / verified | peak MB (process / tree) |",
              "| --- | --- | ---: | ---: | --- | --- | ---: | ---: | --- | ---: | --- | --- | ---: | ---: | ---: |"]
     for r in ordered:
-        how = r.get("submission_how") or "—"
-        if r.get("submission_node") is not None:
-            how = f"node {r['submission_node']}: {how}"
-        score = "—" if r["score"] is None else f"{r['score']:.4f}"
-        if r.get("sample_score") is not None:
-            score += f" ({r['sample_score']:.4f})"
+        how, score = submission_cells(r, ".4f")
         kind = TASKS[r["task"]].kind if r["task"] in TASKS else r["kind"]
         lines.append(
             f"| {r['commit']} | {r['task']} | {r['rows']:,} | {r['columns']:,} | {kind} | {r['metric']} | "
