@@ -187,11 +187,13 @@ def solve_task(
     if screening is not None:  # the proposers see the columns the search learns from
         profile = replace(profile, columns=dataset.columns)
     if dataset.dropped_classes:
-        notes.insert(0, f"{profile.task_dir / 'train.csv'}: left out the rows of class"
-                        f"{'es' if len(dataset.dropped_classes) > 1 else ''} "
-                        f"{', '.join(repr(label) for label in dataset.dropped_classes)} of {profile.target!r}: fewer "
-                        f"rows than the {dataset.min_class_rows} CV folds, so never predicted (pass a smaller --cv "
-                        "to keep them)")
+        rare = dataset.dropped_classes
+        predicted = (f"each class's probability is its share of the training rows ("
+                     f"{', '.join(f'{label!r}: {share:.4f}' for label, share in rare.items())})"
+                     if dataset.metric_info.needs_proba else "so never predicted")
+        notes.insert(0, f"{profile.task_dir / 'train.csv'}: left out the rows of class{'es' if len(rare) > 1 else ''} "
+                        f"{', '.join(repr(label) for label in rare)} of {profile.target!r}: fewer rows than the "
+                        f"{dataset.min_class_rows} CV folds, {predicted} (pass a smaller --cv to keep them)")
     if clock.left() < MIN_SEARCH_SECONDS:
         budget, spent = settings.search.time_budget, time.time() - started_at
         kept = f" and the {exit_seconds:.1f} s kept for the process's exit" if exit_seconds else ""

@@ -51,9 +51,10 @@ class Dataset:
     task_dir: Path | None = None
     ignored_files: tuple[str, ...] = ()  # task files that no solution reads
     encodings: Mapping[str, str] = field(default_factory=dict)  # task files not in UTF-8 -> their encoding
-    # Classes with fewer training rows than this are left out (runtime.drop_rare_classes), and their labels
+    # Classes with fewer training rows than this are left out (runtime.drop_rare_classes), and their labels with their
+    # share of the training rows, which is their probability in a submission of probabilities
     min_class_rows: int | None = None
-    dropped_classes: tuple[Any, ...] = ()
+    dropped_classes: Mapping[Any, float] = field(default_factory=dict)
 
     @property
     def metric_info(self) -> MetricInfo:
@@ -78,6 +79,7 @@ class Dataset:
         return runtime.submission_frame(
             prediction, test_ids=self.test_ids, id_column=self.id_column, target=self.target,
             classes=self.classes, needs_proba=self.metric_info.needs_proba, sample=self.sample_submission,
+            rare=self.dropped_classes,
         )
 
     @classmethod
@@ -122,16 +124,17 @@ class Dataset:
 
     @classmethod
     def from_profile(cls, profile: TaskProfile, min_class_rows: int | None = None) -> Dataset:
-        """The task folder's data, as the profile set it up; a multiclass task scored on labels leaves out the rows
-        of classes with fewer than `min_class_rows` rows (the CV's folds), which no fold could validate."""
+        """The task folder's data, as the profile set it up; a multiclass task leaves out the rows of classes with
+        fewer than `min_class_rows` rows (the CV's folds), which no fold could validate: scored on labels they are
+        never predicted, on probabilities they get their share of the training rows."""
         if profile.task_type not in (*CLASSIFICATION, "regression"):
             raise DatasetError(f"{profile.task_dir / TRAIN_FILE}: target {profile.target!r} gives task type "
                                f"{profile.task_type}; pass --target naming a class or numeric column")
         X, y_raw, X_test, test_ids, sample = runtime.load_task(
             profile.task_dir, profile.target, profile.id_column, [column.name for column in profile.columns],
             profile.encodings)
-        if profile.task_type != "multiclass" or profile.metric_info.needs_proba:
-            min_class_rows = None  # binary classes and probability columns cannot lose a class
+        if profile.task_type != "multiclass":
+            min_class_rows = None  # a binary task cannot lose a class
         X, y_raw, dropped = runtime.drop_rare_classes(X, y_raw, min_class_rows)
         positive = profile.positive_class if profile.task_type == "binary" else None
         y, classes = runtime.encode_target(y_raw, profile.task_type in CLASSIFICATION, positive)
@@ -144,7 +147,8 @@ class Dataset:
             task_dir=profile.task_dir,
             ignored_files=tuple(name for name in profile.files if name not in _FILES_EVERY_SOLUTION_READS),
             encodings=dict(profile.encodings), min_class_rows=min_class_rows,
-            dropped_classes=tuple(label.item() if isinstance(label, np.generic) else label for label in dropped),
+            dropped_classes={label.item() if isinstance(label, np.generic) else label: share
+                             for label, share in dropped.items()},
         )
 
     def sample(self, rows: int, n_splits: int, seed: int) -> Dataset:

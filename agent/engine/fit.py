@@ -45,6 +45,12 @@ def check_folds(dataset: Dataset, n_splits: int) -> None:
     n_rows = len(dataset.y)
     if n_rows < n_splits:
         raise DatasetError(f"{table} has {_rows(n_rows)}, fewer than the {n_splits} CV folds; {fix(n_rows)}")
+    if dataset.classification and len(np.unique(dataset.y)) < 2 and dataset.dropped_classes:
+        rare = dataset.dropped_classes
+        fewest = round(min(rare.values()) * (n_rows / (1 - sum(rare.values()))))  # shares are of every training row
+        raise DatasetError(f"{table}: of {dataset.target!r}, only class {dataset.classes[0]!r} has at least "
+                           f"{n_splits} rows (the CV folds): {', '.join(repr(label) for label in rare)} "
+                           f"{'have' if len(rare) > 1 else 'has'} fewer, which leaves nothing to learn; {fix(fewest)}")
     if dataset.classification:
         counts = np.bincount(np.asarray(dataset.y, dtype=int))
         smallest = int(np.argmin(counts))

@@ -100,13 +100,16 @@ class SavedModel:
     id_column: str | None = None
     submission_columns: tuple[str, ...] | None = None  # sample_submission.csv's columns, when the task had one
     versions: Mapping[str, str | None] = field(default_factory=library_versions)
+    # Classes too rare to train on (Dataset.dropped_classes): label -> the probability a submission gives them
+    rare_classes: Mapping[Any, float] = field(default_factory=dict)
 
     @classmethod
     def of(cls, model: Any, dataset: Dataset, how: str, node: int | None) -> SavedModel:
         sample = dataset.sample_submission
         return cls(model, how, node, tuple(str(name) for name in dataset.X.columns), dataset.target,
                    dataset.task_type, dataset.metric, dataset.classes, dataset.positive_class, dataset.id_column,
-                   tuple(str(name) for name in sample.columns) if sample is not None else None)
+                   tuple(str(name) for name in sample.columns) if sample is not None else None,
+                   rare_classes=dict(dataset.dropped_classes))
 
     @property
     def classification(self) -> bool:
@@ -129,11 +132,12 @@ class SavedModel:
 
     def predict_proba(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Each row's class probabilities, one column per class label as the training table wrote it (a binary
-        task's positive class last)."""
+        task's positive class last; classes too rare to train on last, at their share of the training rows)."""
         if not self.classification:
             raise ModelInputError(f"{self.target!r} is a regression target: it has no class probabilities")
-        proba = runtime.as_probabilities(self._predict(frame, needs_proba=True))
-        return pd.DataFrame(proba, index=frame.index, columns=list(self.classes))
+        proba, labels = runtime.with_rare_classes(runtime.as_probabilities(self._predict(frame, needs_proba=True)),
+                                                  self.classes, self.rare_classes)
+        return pd.DataFrame(proba, index=frame.index, columns=list(labels))
 
     def submission(self, frame: pd.DataFrame) -> pd.DataFrame:
         """The table's predictions as submission.csv holds them: the sample submission's columns, with this
@@ -148,7 +152,7 @@ class SavedModel:
                 template[id_column] = np.asarray(ids)
         return runtime.submission_frame(self._predict(frame, needs_proba=self.needs_proba), test_ids=ids,
                                         id_column=id_column, target=self.target, classes=self.classes,
-                                        needs_proba=self.needs_proba, sample=template)
+                                        needs_proba=self.needs_proba, sample=template, rare=self.rare_classes)
 
     def _predict(self, frame: pd.DataFrame, needs_proba: bool) -> Any:
         missing = [name for name in self.features if name not in frame.columns]

@@ -33,10 +33,11 @@ def build_model():
 
 def fit_and_predict(task_dir, X_new=None):
     """Cross-validate the model on the task in `task_dir` (printing its CV score), then predict its test rows (or
-    X_new) as the agent's submission was made: (predictions, class labels, test ids, sample submission)."""
+    X_new) as the agent's submission was made: (predictions, class labels, the classes too rare to train on with
+    their share of the training rows, test ids, sample submission)."""
     X, y_raw, X_test, test_ids, sample = load_task(task_dir, TASK["target"], TASK["id_column"], TASK["features"],
                                                    TASK["encodings"])
-    X, y_raw, _ = drop_rare_classes(X, y_raw, TASK["min_class_rows"])
+    X, y_raw, rare = drop_rare_classes(X, y_raw, TASK["min_class_rows"])
     X_test = X_test if X_new is None else X_new
     y, classes = encode_target(y_raw, TASK["classification"], TASK["positive_class"])
     folds = cross_fit(build_model(), X, y, needs_proba=TASK["needs_proba"], classification=TASK["classification"],
@@ -49,12 +50,12 @@ def fit_and_predict(task_dir, X_new=None):
     if TASK["refit_members"]:  # members whose fold models the agent did not keep were refit on every row
         prediction = members_averaged_or_refit(folds, X, y, X_test, TASK["refit_members"],
                                                needs_proba=TASK["needs_proba"], n_classes=n_classes)
-        return prediction, classes, test_ids, sample
+        return prediction, classes, rare, test_ids, sample
     if TASK["final"] == "fold_average":  # the CV's fold models, their test predictions averaged
-        return folds.test_prediction, classes, test_ids, sample
+        return folds.test_prediction, classes, rare, test_ids, sample
     # one fit on every row; early-stopping models keep the number of trees their folds kept on average
     model = refit(build_model(), X, y, folds.stopped_rounds)
-    return predict_for_metric(model, X_test, TASK["needs_proba"], n_classes), classes, test_ids, sample
+    return predict_for_metric(model, X_test, TASK["needs_proba"], n_classes), classes, rare, test_ids, sample
 
 
 def default_task_dir(here):
@@ -74,9 +75,10 @@ def predict_new(here, new_path):
                      "to fit the model here instead")
         return load_model(here).submission(new)
     id_column = TASK["id_column"] if TASK["id_column"] in new.columns else None
-    prediction, classes, _, _ = fit_and_predict(default_task_dir(here), new[TASK["features"]])
+    prediction, classes, rare, _, _ = fit_and_predict(default_task_dir(here), new[TASK["features"]])
     return submission_frame(prediction, test_ids=new[id_column] if id_column else None, id_column=id_column,
-                            target=TASK["target"], classes=classes, needs_proba=TASK["needs_proba"], sample=None)
+                            target=TASK["target"], classes=classes, needs_proba=TASK["needs_proba"], sample=None,
+                            rare=rare)
 
 
 def main(argv):
@@ -87,10 +89,10 @@ def main(argv):
     else:
         task_dir = Path(argv[1]) if len(argv) > 1 else default_task_dir(here)
         out_path = Path(argv[2]) if len(argv) > 2 else Path("submission.csv")
-        prediction, classes, test_ids, sample = fit_and_predict(task_dir)
+        prediction, classes, rare, test_ids, sample = fit_and_predict(task_dir)
         submission = submission_frame(prediction, test_ids=test_ids, id_column=TASK["id_column"],
                                       target=TASK["target"], classes=classes, needs_proba=TASK["needs_proba"],
-                                      sample=sample)
+                                      sample=sample, rare=rare)
     submission.to_csv(out_path, index=False)
     print(f"wrote {{out_path}}")
 

@@ -202,7 +202,7 @@ SHAPES = [
     Shape("a class with two rows, scored on labels", target_of(lambda p: p["species"].where(p.index > 1, "Rare"),
                                                                "accuracy"), labels=True),
     Shape("a class with two rows, scored on probabilities", target_of(
-        lambda p: p["species"].where(p.index > 1, "Rare"), "log_loss"), error="fewer than the 5 CV folds"),
+        lambda p: p["species"].where(p.index > 1, "Rare"), "log_loss"), labels=False),
     Shape("a class with two rows and --cv 2", target_of(lambda p: p["species"].where(p.index > 1, "Rare"), "accuracy"),
           args=("--cv", "2"), labels=True),
     Shape("1% positives", rare_positives),
@@ -241,6 +241,9 @@ SHAPES = [
     # targets with nothing to learn: one error line before the search
     Shape("a one-class target", target_of(lambda p: pd.Series("Adelie", index=p.index), "accuracy"),
           error="has one value"),
+    Shape("every class but one too rare for the folds", target_of(
+        lambda p: pd.Series(np.where(p.index < 3, "RareA", np.where(p.index < 6, "RareB", "Common")), index=p.index),
+        "log_loss"), error="leaves nothing to learn; use --cv 2 or more data"),
     Shape("a one-class target with --metric accuracy", target_of(lambda p: pd.Series(1, index=p.index), "accuracy"),
           args=("--metric", "accuracy"), error="has one value"),
     Shape("an all-empty target", rewrite(target_of(lambda p: p["sex"], "roc_auc"), lambda f: (

@@ -67,6 +67,7 @@ from .taskio import (
     read_table,
     submission_frame,
     submission_problems,
+    with_rare_classes,
     written_labels,
 )
 from .text import TextStats, TfidfSvd, TfidfText

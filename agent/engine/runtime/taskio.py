@@ -56,28 +56,46 @@ def load_task(task_dir, target, id_column, features=None, encodings=None):
 
 
 def drop_rare_classes(X, y_raw, min_rows):
-    """Training rows whose class has fewer than `min_rows` rows left out (None: none), and those classes' labels: a
-    class too rare for every CV fold to hold it can be neither validated nor, scored on labels, usefully predicted."""
+    """Training rows whose class has fewer than `min_rows` rows left out (None: none), and those classes, each with
+    its share of the training rows (label -> share, in sorted label order): a class too rare for every CV fold to hold
+    it can be neither validated nor, scored on labels, usefully predicted; scored on probabilities, its share is its
+    probability (with_rare_classes)."""
     if not min_rows:
-        return X, y_raw, []
+        return X, y_raw, {}
     counts = y_raw.value_counts()
-    rare = [label for label, count in counts.items() if count < min_rows]
+    rare = sorted(label for label, count in counts.items() if count < min_rows)
     if not rare:
-        return X, y_raw, []
+        return X, y_raw, {}
     keep = ~y_raw.isin(rare).to_numpy()
-    return X[keep].reset_index(drop=True), y_raw[keep].reset_index(drop=True), rare
+    shares = {label: float(counts[label]) / len(y_raw) for label in rare}
+    return X[keep].reset_index(drop=True), y_raw[keep].reset_index(drop=True), shares
 
 
-def submission_frame(prediction, *, test_ids, id_column, target, classes, needs_proba, sample):
-    """The submission: the sample's ids, order and columns when there is a sample, else id + target."""
+def with_rare_classes(proba, classes, rare):
+    """Class probabilities over `classes` and the `rare` classes left out of training (label -> share): each rare
+    class gets its share of the training rows, the others what is left in their proportions; (probabilities,
+    labels). The prior is all the training rows tell of a class no fold could validate."""
+    if not rare:
+        return proba, classes
+    shares = np.asarray(list(rare.values()), dtype=float)
+    proba = np.column_stack([proba * (1.0 - shares.sum()), np.tile(shares, (len(proba), 1))])
+    labels = np.concatenate([np.asarray(classes), np.asarray(list(rare))])
+    return proba, labels
+
+
+def submission_frame(prediction, *, test_ids, id_column, target, classes, needs_proba, sample, rare=None):
+    """The submission: the sample's ids, order and columns when there is a sample, else id + target. `rare`: the
+    classes left out of training (drop_rare_classes), which probabilities give their share (with_rare_classes)."""
     single_output = sample is not None and len(sample.columns) == (2 if id_column is not None else 1)
     target = sample.columns[-1] if single_output else target
-    read, classes = classes, written_labels(classes)
+    proba = None
     if classes is not None and needs_proba:
+        proba, classes = with_rare_classes(as_probabilities(prediction), classes, rare)
+    read, classes = classes, written_labels(classes)
+    if proba is not None:
         # Columns named after classes get their class's probability, in the sample's order; a single binary
         # column gets the positive class's (code 1, last); else the most probable label. A class's column may be
         # named as its label is written (1) or as pandas read it (1.0, from a column with a gap).
-        proba = as_probabilities(prediction)
         by_class = {}
         for index, (label, written) in enumerate(zip(read, classes)):
             by_class.setdefault(str(label), proba[:, index])
