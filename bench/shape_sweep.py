@@ -140,9 +140,15 @@ def outcome(run: dict) -> str:
     return "failed"
 
 
+def _outcomes_by_commit(runs: list[dict]) -> dict[str, Counter]:
+    found: dict[str, Counter] = {}
+    for run in runs:
+        found.setdefault(run["commit"], Counter())[outcome(run)] += 1
+    return found
+
+
 def markdown(runs: dict[str, dict]) -> str:
     ordered = sorted(runs.values(), key=lambda run: (run["commit"], run["task"]))
-    counts = Counter(outcome(run) for run in ordered)
     loads = [run["load_before"] for run in ordered] or [0.0]
     commits = ", ".join(dict.fromkeys(run["commit"] for run in ordered))
     dates = ", ".join(sorted({run["date"] for run in ordered}))
@@ -154,8 +160,10 @@ def markdown(runs: dict[str, dict]) -> str:
              "and a metric its values allow (bench/shape_sweep.py). One run at a time, default options. Limit: wall "
              "≤ budget × 1.05 + 5 s. Valid: checked by the bench (bench/anytime_bench.validate), not by casebook. "
              "Score: held back (the sample submission's in brackets).", "",
-             f"**{counts['valid submission']} of {len(ordered)} runs ended with a valid submission within the limit, "
-             f"{counts['one error line']} with one error line before the search, {counts['failed']} failed.**", "",
+             *[f"- **At {commit}: {counts['valid submission']} of {counts.total()} runs ended with a valid submission "
+               f"within the limit, {counts['one error line']} with one error line before the search, "
+               f"{counts['failed']} failed.**"
+               for commit, counts in _outcomes_by_commit(ordered).items()], "",
              "| commit | table | target | task type | metric | rows | columns | budget (s) | wall (s) | exit | "
              "outcome | submission from | held-back score (sample's) | nodes evaluated / verified |",
              "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |"]
