@@ -9,6 +9,7 @@ For a binary task it also infers the positive class (whose probability a probabi
 from __future__ import annotations
 
 import codecs
+import csv
 import dataclasses
 import re
 from collections.abc import Iterable, Mapping
@@ -43,6 +44,14 @@ _KIND_SAMPLE_ROWS = 500
 _ENCODINGS = ("utf-8", "cp1252")
 _FALLBACK_ENCODING = "latin-1"
 _ENCODING_CHUNK = 1 << 20
+# Field separators a CSV file may use: the comma, the semicolon a spreadsheet in a decimal-comma locale writes (with
+# decimal commas), tabs and pipes. The header line tells which: the one that splits it into the most fields, the
+# comma on a tie.
+_SEPARATORS = (",", ";", "\t", "|")
+# The name pandas gives a column whose header is empty, as in a frame saved with its row index.
+_ROW_INDEX_NAME = re.compile(r"^Unnamed: \d+$")
+# Compressed copies of a task file, and the command that unpacks each.
+_PACKED = {".zip": "unzip", ".gz": "gunzip", ".bz2": "bunzip2", ".xz": "unxz", ".7z": "7z x"}
 # Labels that mean "the event happened" when nothing says which class is positive.
 _CONVENTIONAL_POSITIVE = {"1", "1.0", "yes", "true", "y", "positive"}
 # How a description names the positive class; "{label}" is one label, maybe quoted. In priority order.
@@ -99,6 +108,8 @@ class TaskProfile:
     positive_class: Any = None
     # Files read in another encoding than UTF-8: file name -> encoding (utf-8-sig, cp1252, latin-1).
     encodings: Mapping[str, str] = field(default_factory=dict)
+    # CSV files whose fields are not separated by commas: file name -> {"sep": ..., "decimal": "." or ","}.
+    csv_formats: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # What set-up had to work around, one line each: a file not in UTF-8, repeated test ids, train.csv columns that
     # test.csv lacks (not learned from), rows without a target (left out).
     warnings: tuple[str, ...] = ()
@@ -118,6 +129,7 @@ class TaskProfile:
         fields["task_dir"] = str(self.task_dir)
         fields["inferred"] = dict(self.inferred)
         fields["encodings"] = dict(self.encodings)
+        fields["csv_formats"] = {name: dict(found) for name, found in self.csv_formats.items()}
         return fields
 
 
@@ -135,9 +147,10 @@ def profile_task(
     if not task_dir.is_dir():
         raise TaskSetupError(f"{task_dir}: no such task folder; pass a folder holding {TRAIN_FILE} and {TEST_FILE}")
     encodings: dict[str, str] = {}
-    train = _read_csv(task_dir, TRAIN_FILE, encodings, required=True)
-    test = _read_csv(task_dir, TEST_FILE, encodings, required=True)
-    sample = _read_csv(task_dir, SAMPLE_SUBMISSION_FILE, encodings, required=False)
+    formats: dict[str, dict[str, str]] = {}
+    train = _read_csv(task_dir, TRAIN_FILE, encodings, formats, required=True)
+    test = _read_csv(task_dir, TEST_FILE, encodings, formats, required=True)
+    sample = _read_csv(task_dir, SAMPLE_SUBMISSION_FILE, encodings, formats, required=False)
     description_path = task_dir / DESCRIPTION_FILE
     description = _read_text(description_path, encodings) if description_path.is_file() else ""
     inferred: dict[str, str] = {}
@@ -160,6 +173,10 @@ def profile_task(
         )
     warnings = [f"{name} is not valid UTF-8: read as {encoding}" for name, encoding in encodings.items()
                 if encoding not in ("utf-8", "utf-8-sig")]
+    warnings += [f"{name}: fields separated by {_separator_name(found['sep'])}"
+                 + (", numbers with decimal commas" if found["decimal"] == "," else "") + " (told from its header line)"
+                 + ("; submission.csv is written with commas and decimal points" if name == list(formats)[-1] else "")
+                 for name, found in formats.items()]
     warnings += _setup_warnings(train, test, target, id_column)
 
     positive = None
@@ -195,16 +212,31 @@ def profile_task(
         competition=competition,
         positive_class=positive,
         encodings={name: encoding for name, encoding in encodings.items() if encoding != "utf-8"},
+        csv_formats=formats,
         warnings=tuple(warnings),
     )
 
 
+def row_index_columns(frame: pd.DataFrame) -> list[str]:
+    """Columns pandas named for a header-less field ("Unnamed: 0") that hold distinct whole numbers: the row index a
+    frame was saved with (to_csv's default), which numbers the rows rather than describes them."""
+    found = []
+    for name in frame.columns:
+        values = frame[name].dropna()
+        if (_ROW_INDEX_NAME.match(str(name)) and len(values) == len(frame) and pd.api.types.is_numeric_dtype(values)
+                and values.is_unique and bool((values == values.round()).all())):
+            found.append(name)
+    return found
+
+
 def describe_columns(frame: pd.DataFrame, *, id_column: str | None) -> list[ColumnInfo]:
-    """Kind, cardinality and missing share of every column of `frame`."""
+    """Kind, cardinality and missing share of every column of `frame`; the id column and a saved row index
+    (row_index_columns) are of kind id, which no solution learns from."""
+    row_index = set(row_index_columns(frame))
     return [
         ColumnInfo(
             name=name,
-            kind="id" if name == id_column else column_kind(frame[name]),
+            kind="id" if name == id_column or name in row_index else column_kind(frame[name]),
             cardinality=int(frame[name].nunique(dropna=True)),
             missing_share=float(frame[name].isna().mean()) if len(frame) else 0.0,
         )
@@ -366,16 +398,50 @@ def _read_text(path: Path, encodings: dict[str, str]) -> str:
     return path.read_text(encoding=encoding)
 
 
-def _read_csv(task_dir: Path, file_name: str, encodings: dict[str, str], *, required: bool) -> pd.DataFrame | None:
+def detect_separator(path: Path, encoding: str) -> str:
+    """The field separator of a CSV file: of _SEPARATORS, the one that splits its header line into the most fields
+    (quotes respected), the comma on a tie."""
+    with open(path, encoding=encoding, newline="") as handle:
+        header = handle.readline()
+    return max(_SEPARATORS, key=lambda sep: (len(next(csv.reader([header], delimiter=sep), [])), sep == ","))
+
+
+def read_csv_file(path: Path, encoding: str) -> tuple[pd.DataFrame, dict[str, str]]:
+    """A CSV file read with the separator its header line tells (detect_separator), and, when it is not the comma,
+    with decimal commas if they make more of its columns numbers: the frame, and {"sep", "decimal"} ({} for commas,
+    which leave no decimal comma unquoted)."""
+    sep = detect_separator(path, encoding)
+    frame = pd.read_csv(path, encoding=encoding, sep=sep)
+    if sep == ",":
+        return frame, {}
+    commas = pd.read_csv(path, encoding=encoding, sep=sep, decimal=",")
+    numeric = [sum(pd.api.types.is_numeric_dtype(dtype) for dtype in read.dtypes) for read in (frame, commas)]
+    return (commas, {"sep": sep, "decimal": ","}) if numeric[1] > numeric[0] else (frame, {"sep": sep, "decimal": "."})
+
+
+def _separator_name(sep: str) -> str:
+    return {";": "semicolons", "\t": "tabs", "|": "pipes"}.get(sep, repr(sep))
+
+
+def _read_csv(task_dir: Path, file_name: str, encodings: dict[str, str], formats: dict[str, dict[str, str]], *,
+              required: bool) -> pd.DataFrame | None:
+    """The file as a frame (read_csv_file), its encoding in `encodings` and, when it is not separated by commas, its
+    separator and decimal mark in `formats`, which runtime.read_table reads it with again."""
     path = task_dir / file_name
     if not path.is_file():
+        packed = next((p.name for p in sorted(task_dir.glob(f"{file_name}.*")) if p.suffix in _PACKED), None)
+        if required and packed is not None:  # as a competition's data page hands it out
+            raise TaskSetupError(f"{path}: missing, but {packed} is there; decompress it into the folder "
+                                 f"({_PACKED[Path(packed).suffix]} {packed})")
         if required:
             present = ", ".join(sorted(p.name for p in task_dir.iterdir())) or "nothing"
             raise TaskSetupError(f"{path}: missing (the folder holds {present}); a task needs {TRAIN_FILE} and {TEST_FILE}")
         return None
     encodings[file_name] = encoding = detect_encoding(path)
     try:
-        frame = pd.read_csv(path, encoding=encoding)
+        frame, found = read_csv_file(path, encoding)
+        if found:
+            formats[file_name] = found
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
         raise TaskSetupError(f"{path}: not a readable CSV file ({error}); fix or replace it") from error
     if required and frame.empty:
@@ -407,6 +473,9 @@ def _setup_warnings(train: pd.DataFrame, test: pd.DataFrame, target: str, id_col
         shown = ", ".join(repr(name) for name in lacking[:5]) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
         warnings.append(f"{TEST_FILE} lacks {TRAIN_FILE}'s column{'s' if len(lacking) > 1 else ''} {shown}: dropped "
                         "from training, as the test rows cannot be predicted from it; add it to test.csv to use it")
+    for name in row_index_columns(train[[name for name in train.columns if name in test.columns]]):
+        warnings.append(f"{TRAIN_FILE}: column {name!r} has no header and distinct whole numbers, as a saved row "
+                        "index has: not learned from")
     if id_column is not None and id_column in test.columns and not test[id_column].is_unique:
         repeated = int(test[id_column].duplicated(keep=False).sum())
         warnings.append(f"{TEST_FILE}: {repeated} rows share an id in column {id_column!r}; the submission has one "

@@ -51,6 +51,8 @@ class Dataset:
     task_dir: Path | None = None
     ignored_files: tuple[str, ...] = ()  # task files that no solution reads
     encodings: Mapping[str, str] = field(default_factory=dict)  # task files not in UTF-8 -> their encoding
+    # task files not separated by commas -> {"sep": ..., "decimal": ...} (TaskProfile.csv_formats)
+    csv_formats: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # Classes with fewer training rows than this are left out (runtime.drop_rare_classes), and their labels with their
     # share of the training rows, which is their probability in a submission of probabilities
     min_class_rows: int | None = None
@@ -132,7 +134,7 @@ class Dataset:
                                f"{profile.task_type}; pass --target naming a class or numeric column")
         X, y_raw, X_test, test_ids, sample = runtime.load_task(
             profile.task_dir, profile.target, profile.id_column, [column.name for column in profile.columns],
-            profile.encodings)
+            profile.encodings, profile.csv_formats)
         if profile.task_type != "multiclass":
             min_class_rows = None  # a binary task cannot lose a class
         X, y_raw, dropped = runtime.drop_rare_classes(X, y_raw, min_class_rows)
@@ -146,7 +148,7 @@ class Dataset:
             sample_submission=sample,
             task_dir=profile.task_dir,
             ignored_files=tuple(name for name in profile.files if name not in _FILES_EVERY_SOLUTION_READS),
-            encodings=dict(profile.encodings), min_class_rows=min_class_rows,
+            encodings=dict(profile.encodings), csv_formats=dict(profile.csv_formats), min_class_rows=min_class_rows,
             dropped_classes={label.item() if isinstance(label, np.generic) else label: share
                              for label, share in dropped.items()},
         )

