@@ -50,6 +50,9 @@ _ENCODING_CHUNK = 1 << 20
 _SEPARATORS = (",", ";", "\t", "|")
 # The name pandas gives a column whose header is empty, as in a frame saved with its row index.
 _ROW_INDEX_NAME = re.compile(r"^Unnamed: \d+$")
+# Values that stand for a missing one in a column of numbers, beyond pandas' own ("", "NA", "NaN", "null", ...): the
+# UCI repository's "?", a spreadsheet's dashes and a lone dot.
+_PLACEHOLDERS = ("?", "-", "--", ".")
 # Compressed copies of a task file, and the command that unpacks each.
 _PACKED = {".zip": "unzip", ".gz": "gunzip", ".bz2": "bunzip2", ".xz": "unxz", ".7z": "7z x"}
 # Labels that mean "the event happened" when nothing says which class is positive.
@@ -108,8 +111,9 @@ class TaskProfile:
     positive_class: Any = None
     # Files read in another encoding than UTF-8: file name -> encoding (utf-8-sig, cp1252, latin-1).
     encodings: Mapping[str, str] = field(default_factory=dict)
-    # CSV files whose fields are not separated by commas: file name -> {"sep": ..., "decimal": "." or ","}.
-    csv_formats: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # CSV files read beyond pandas' defaults: file name -> {"sep": ..., "decimal": "." or ","} for a file not separated
+    # by commas, "na_values" (placeholders of missing numbers, "?") and "thousands" (read_csv_file).
+    csv_formats: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # What set-up had to work around, one line each: a file not in UTF-8, repeated test ids, train.csv columns that
     # test.csv lacks (not learned from), rows without a target (left out).
     warnings: tuple[str, ...] = ()
@@ -147,7 +151,7 @@ def profile_task(
     if not task_dir.is_dir():
         raise TaskSetupError(f"{task_dir}: no such task folder; pass a folder holding {TRAIN_FILE} and {TEST_FILE}")
     encodings: dict[str, str] = {}
-    formats: dict[str, dict[str, str]] = {}
+    formats: dict[str, dict[str, Any]] = {}
     train = _read_csv(task_dir, TRAIN_FILE, encodings, formats, required=True)
     test = _read_csv(task_dir, TEST_FILE, encodings, formats, required=True)
     sample = _read_csv(task_dir, SAMPLE_SUBMISSION_FILE, encodings, formats, required=False)
@@ -173,10 +177,9 @@ def profile_task(
         )
     warnings = [f"{name} is not valid UTF-8: read as {encoding}" for name, encoding in encodings.items()
                 if encoding not in ("utf-8", "utf-8-sig")]
-    warnings += [f"{name}: fields separated by {_separator_name(found['sep'])}"
-                 + (", numbers with decimal commas" if found["decimal"] == "," else "") + " (told from its header line)"
-                 + ("; submission.csv is written with commas and decimal points" if name == list(formats)[-1] else "")
-                 for name, found in formats.items()]
+    warnings += [_format_warning(name, found) for name, found in formats.items()]
+    if any("sep" in found for found in formats.values()):
+        warnings.append("submission.csv is written with commas and decimal points")
     warnings += _setup_warnings(train, test, target, id_column)
 
     positive = None
@@ -406,24 +409,69 @@ def detect_separator(path: Path, encoding: str) -> str:
     return max(_SEPARATORS, key=lambda sep: (len(next(csv.reader([header], delimiter=sep), [])), sep == ","))
 
 
-def read_csv_file(path: Path, encoding: str) -> tuple[pd.DataFrame, dict[str, str]]:
+def read_csv_file(path: Path, encoding: str) -> tuple[pd.DataFrame, dict[str, Any]]:
     """A CSV file read with the separator its header line tells (detect_separator), and, when it is not the comma,
-    with decimal commas if they make more of its columns numbers: the frame, and {"sep", "decimal"} ({} for commas,
-    which leave no decimal comma unquoted)."""
+    with decimal commas if they make more of its columns numbers; then with the missing-value placeholders and the
+    thousands separators that leave columns of numbers as text (_numbers_as_text). The frame, and how it was read
+    beyond pandas' defaults: "sep" and "decimal", "na_values", "thousands" ({} for none)."""
     sep = detect_separator(path, encoding)
+    found: dict[str, Any] = {}
     frame = pd.read_csv(path, encoding=encoding, sep=sep)
-    if sep == ",":
-        return frame, {}
-    commas = pd.read_csv(path, encoding=encoding, sep=sep, decimal=",")
-    numeric = [sum(pd.api.types.is_numeric_dtype(dtype) for dtype in read.dtypes) for read in (frame, commas)]
-    return (commas, {"sep": sep, "decimal": ","}) if numeric[1] > numeric[0] else (frame, {"sep": sep, "decimal": "."})
+    if sep != ",":
+        commas = pd.read_csv(path, encoding=encoding, sep=sep, decimal=",")
+        numeric = [sum(pd.api.types.is_numeric_dtype(dtype) for dtype in read.dtypes) for read in (frame, commas)]
+        found = {"sep": sep, "decimal": "," if numeric[1] > numeric[0] else "."}
+        frame = commas if found["decimal"] == "," else frame
+    placeholders, thousands = _numbers_as_text(frame, found.get("decimal", "."))
+    if placeholders or thousands:
+        found.update({"na_values": placeholders} if placeholders else {})
+        found.update({"thousands": thousands} if thousands else {})
+        frame = pd.read_csv(path, encoding=encoding, sep=sep, decimal=found.get("decimal", "."), thousands=thousands,
+                            na_values=placeholders or None)
+    return frame, found
+
+
+def _numbers_as_text(frame: pd.DataFrame, decimal: str) -> tuple[list[str], str | None]:
+    """The missing-value placeholders (of _PLACEHOLDERS) and the thousands separator that make pandas read a column
+    of numbers as text: a text column whose every value is a number, written with thousands groups or not, or one
+    of the placeholders."""
+    thousands = "." if decimal == "," else ","
+    grouped = re.compile(rf"^[+-]?\d{{1,3}}(?:{re.escape(thousands)}\d{{3}})+(?:{re.escape(decimal)}\d+)?$")
+    plain = re.compile(rf"^[+-]?(?:\d+(?:{re.escape(decimal)}\d*)?|{re.escape(decimal)}\d+)(?:[eE][+-]?\d+)?$")
+    placeholders: set[str] = set()
+    grouped_seen = False
+    for name in frame.columns:
+        if pd.api.types.is_numeric_dtype(frame[name]):
+            continue
+        values = frame[name].dropna().astype(str).str.strip()
+        is_grouped, is_plain = values.str.match(grouped), values.str.match(plain)
+        held = values.isin(_PLACEHOLDERS)
+        if values.empty or not (is_grouped | is_plain | held).all() or not (is_grouped | is_plain).any():
+            continue
+        placeholders |= set(values[held])
+        grouped_seen = grouped_seen or bool(is_grouped.any())
+    return sorted(placeholders), thousands if grouped_seen else None
+
+
+def _format_warning(name: str, found: Mapping[str, Any]) -> str:
+    """How a task file was read beyond pandas' defaults, in words."""
+    parts = []
+    if "sep" in found:
+        parts.append(f"fields separated by {_separator_name(found['sep'])}"
+                     + (", numbers with decimal commas" if found["decimal"] == "," else "") + " (told from its header line)")
+    if "thousands" in found:
+        parts.append(f"numbers with {found['thousands']!r} between their thousands")
+    if "na_values" in found:
+        parts.append(f"{', '.join(repr(value) for value in found['na_values'])} read as a missing value (the other "
+                     "values of the columns holding it are numbers)")
+    return f"{name}: " + "; ".join(parts)
 
 
 def _separator_name(sep: str) -> str:
     return {";": "semicolons", "\t": "tabs", "|": "pipes"}.get(sep, repr(sep))
 
 
-def _read_csv(task_dir: Path, file_name: str, encodings: dict[str, str], formats: dict[str, dict[str, str]], *,
+def _read_csv(task_dir: Path, file_name: str, encodings: dict[str, str], formats: dict[str, dict[str, Any]], *,
               required: bool) -> pd.DataFrame | None:
     """The file as a frame (read_csv_file), its encoding in `encodings` and, when it is not separated by commas, its
     separator and decimal mark in `formats`, which runtime.read_table reads it with again."""

@@ -51,8 +51,8 @@ class Dataset:
     task_dir: Path | None = None
     ignored_files: tuple[str, ...] = ()  # task files that no solution reads
     encodings: Mapping[str, str] = field(default_factory=dict)  # task files not in UTF-8 -> their encoding
-    # task files not separated by commas -> {"sep": ..., "decimal": ...} (TaskProfile.csv_formats)
-    csv_formats: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # task files read beyond pandas' defaults -> how (TaskProfile.csv_formats)
+    csv_formats: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # Classes with fewer training rows than this are left out (runtime.drop_rare_classes), and their labels with their
     # share of the training rows, which is their probability in a submission of probabilities
     min_class_rows: int | None = None

@@ -127,7 +127,7 @@ def render_solution(
         "id_column": dataset.id_column,
         "features": [str(name) for name in dataset.X.columns],  # the columns learned from (a wide table's screened)
         "encodings": dict(dataset.encodings),  # task files not in UTF-8
-        "csv_formats": {name: dict(found) for name, found in dataset.csv_formats.items()},  # not comma-separated
+        "csv_formats": {name: dict(found) for name, found in dataset.csv_formats.items()},  # beyond pandas' defaults
         "min_class_rows": dataset.min_class_rows,  # classes with fewer training rows are left out
         "metric": dataset.metric,
         "needs_proba": dataset.metric_info.needs_proba,

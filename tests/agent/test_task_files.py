@@ -2,8 +2,9 @@
 
 A spreadsheet in a decimal-comma locale: fields separated by semicolons, numbers with decimal commas. Set-up tells the
 format from each file's header line and says so; the search, solution.py and `agent predict` read the files as the
-comma-separated copy reads (the same CV score, to the digit). A frame saved with pandas' default `to_csv`: a
-header-less first column holding the row index, which set-up names and no solution learns from.
+comma-separated copy reads (the same CV score, to the digit). Numbers as a report writes them: "?" for a missing
+one, commas between thousands. A frame saved with pandas' default `to_csv`: a header-less first column holding the
+row index, which set-up names and no solution learns from.
 """
 
 from __future__ import annotations
@@ -97,5 +98,36 @@ def test_a_saved_row_index_is_named_and_not_learned_from(tasks, tmp_path):
     for name in ("sample_submission.csv", "description.md"):
         (plain / name).write_bytes((indexed / name).read_bytes())
     ours, theirs = _solve(indexed, tmp_path / "run-indexed", tmp_path / "home"), \
+        _solve(plain, tmp_path / "run-plain", tmp_path / "home")
+    assert ours["best_cv_score"] == pytest.approx(theirs["best_cv_score"], rel=1e-12)
+
+
+def test_question_marks_and_thousands_separators_are_read_as_numbers(tasks, tmp_path):
+    commas, _ = tasks
+    written = tmp_path / "written"
+    written.mkdir()
+    for name in FILES:
+        frame = pd.read_csv(commas / name)
+        if name != "sample_submission.csv":
+            frame["flipper_length_mm"] = frame["flipper_length_mm"] * 10  # four digits, so grouped: "1,810"
+            grouped = frame["flipper_length_mm"].map(lambda value: f"{value:,.0f}" if value == value else None)
+            frame = frame.astype({"flipper_length_mm": object})
+            frame["flipper_length_mm"] = grouped
+        frame.to_csv(written / name, index=False, na_rep="?")
+    assert '"1,810"' in (written / "train.csv").read_text() and ",?," in (written / "train.csv").read_text()
+    (written / "description.md").write_text((commas / "description.md").read_text())
+    profile = profile_task(written)
+    assert profile.csv_formats["train.csv"] == {"na_values": ["?"], "thousands": ","}
+    assert {c.name: c.kind for c in profile.columns}["flipper_length_mm"] == "numeric"
+    assert any("'?' read as a missing value" in line for line in profile.warnings)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for name in FILES:
+        frame = pd.read_csv(commas / name)
+        if name != "sample_submission.csv":
+            frame["flipper_length_mm"] = frame["flipper_length_mm"] * 10
+        frame.to_csv(plain / name, index=False)
+    (plain / "description.md").write_text((commas / "description.md").read_text())
+    ours, theirs = _solve(written, tmp_path / "run-written", tmp_path / "home"), \
         _solve(plain, tmp_path / "run-plain", tmp_path / "home")
     assert ours["best_cv_score"] == pytest.approx(theirs["best_cv_score"], rel=1e-12)

@@ -19,11 +19,12 @@ def normalise_frame(frame):
 
 
 def read_table(path, encoding=None, csv_format=None):
-    """A CSV file as a normalised frame; `encoding` and `csv_format` ({"sep": ..., "decimal": ...}) as task set-up
-    detected them (None: UTF-8, commas and decimal points)."""
+    """A CSV file as a normalised frame; `encoding` and `csv_format` (its "sep", "decimal", "na_values" and
+    "thousands") as task set-up detected them (None: UTF-8 and pandas' defaults)."""
     csv_format = csv_format or {}
     return normalise_frame(pd.read_csv(path, encoding=encoding or "utf-8", sep=csv_format.get("sep", ","),
-                                       decimal=csv_format.get("decimal", ".")))
+                                       decimal=csv_format.get("decimal", "."), thousands=csv_format.get("thousands"),
+                                       na_values=csv_format.get("na_values")))
 
 
 def encode_target(values, classification, positive=None):
@@ -44,8 +45,8 @@ def encode_target(values, classification, positive=None):
 def load_task(task_dir, target, id_column, features=None, encodings=None, csv_formats=None):
     """Training features, raw target, test features, test ids (None without an id column) and the sample submission.
     `features`: the columns to learn from (default: every train.csv column test.csv has too, but the target);
-    `encodings`: file name -> text encoding, for files that are not UTF-8; `csv_formats`: file name -> its separator
-    and decimal mark, for files not separated by commas."""
+    `encodings`: file name -> text encoding, for files that are not UTF-8; `csv_formats`: file name -> how it is
+    read beyond pandas' defaults (read_table)."""
     task_dir, encodings, csv_formats = Path(task_dir), encodings or {}, csv_formats or {}
 
     def read(name):
