@@ -21,6 +21,7 @@ from typing import Any
 from agent.candidate import EngineeringRun, json_number
 from agent.engine.dataset import Dataset, DatasetError
 from agent.engine.fit import check_folds
+from agent.engine.runtime import ClassColumnsError
 from agent.engine.screening import screen_wide_table
 from agent.engine.spec import ValidationSpec
 from agent.engine.trainers import trainer_registry
@@ -288,8 +289,9 @@ def check_submission_writer(dataset: Dataset) -> None:
     except SubmissionError as error:
         sample = dataset.task_dir / SAMPLE_SUBMISSION_FILE if dataset.task_dir is not None else None
         where = sample if sample is not None and sample.is_file() else "the test set"
-        raise DatasetError(f"{where}: a submission in its shape cannot be written ({error}); fix it so that it lists "
-                           "test.csv's ids in one column and the predictions in the others") from error
+        fix = ("remove that column, or add training rows of its class" if isinstance(error.__cause__, ClassColumnsError)
+               else "fix it so that it lists test.csv's ids in one column and the predictions in the others")
+        raise DatasetError(f"{where}: a submission in its shape cannot be written ({error}); {fix}") from error
 
 
 def _baseline_or_nan(evaluator: Evaluator, dataset: Dataset) -> float:

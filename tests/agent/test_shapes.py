@@ -258,6 +258,10 @@ SHAPES = [
     Shape("semicolons and decimal commas", rewrite(target_of(lambda p: p["body_mass_g"] / 1000, "rmse"),
                                                    separated(";", ","))),
     Shape("tab-separated files", rewrite(species_with(lambda p: {}, "log_loss"), separated("\t")), labels=False),
+    Shape("a sample column for a class no training row has", rewrite(species_with(lambda p: {}, "log_loss"), lambda f: (
+        lambda sample: sample.assign(Macaroni=0.25).to_csv(f / "sample_submission.csv", index=False))(
+        pd.read_csv(f / "sample_submission.csv"))),
+          error="column 'Macaroni' names no class of the training rows"),
     Shape("train.csv and test.csv as a data page's zips", rewrite(species_with(lambda p: {}), zipped),
           error="missing, but train.csv.zip is there; decompress it into the folder (unzip train.csv.zip)"),
     # targets with nothing to learn: one error line before the search

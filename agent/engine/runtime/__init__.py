@@ -60,6 +60,7 @@ from .shapes import as_predictions, as_probabilities
 from .stacking import LINKS, LinearStack, apply_link, combine
 from .targets import ShiftedLog
 from .taskio import (
+    ClassColumnsError,
     drop_rare_classes,
     encode_target,
     load_task,

@@ -90,6 +90,10 @@ def with_rare_classes(proba, classes, rare):
     return proba, labels
 
 
+class ClassColumnsError(ValueError):
+    """A sample submission with a column per class, and a column for a class no training row has."""
+
+
 def submission_frame(prediction, *, test_ids, id_column, target, classes, needs_proba, sample, rare=None):
     """The submission: the sample's ids, order and columns when there is a sample, else id + target. `rare`: the
     classes left out of training (drop_rare_classes), which probabilities give their share (with_rare_classes)."""
@@ -109,6 +113,11 @@ def submission_frame(prediction, *, test_ids, id_column, target, classes, needs_
             by_class.setdefault(str(written), proba[:, index])
         outputs = [] if sample is None else [str(name) for name in sample.columns if name != id_column]
         class_columns = bool(outputs) and set(outputs) <= set(by_class)
+        if len(outputs) > 1 and not class_columns:  # a column per class, one of them for no class trained on
+            unknown = [name for name in outputs if name not in by_class]
+            raise ClassColumnsError(f"sample_submission.csv's column{'s' if len(unknown) > 1 else ''} "
+                             f"{', '.join(repr(name) for name in unknown)} name{'' if len(unknown) > 1 else 's'} no "
+                             f"class of the training rows ({', '.join(repr(str(label)) for label in classes)})")
         values = ({name: by_class[name] for name in outputs} if class_columns
                   else {target: proba[:, -1] if proba.shape[1] == 2 else classes[proba.argmax(1)]})
     elif classes is not None:
