@@ -178,6 +178,12 @@ def profile_task(
     warnings = [f"{name} is not valid UTF-8: read as {encoding}" for name, encoding in encodings.items()
                 if encoding not in ("utf-8", "utf-8-sig")]
     warnings += [_format_warning(name, found) for name, found in formats.items()]
+    for name in (TRAIN_FILE, TEST_FILE):
+        repeated = repeated_names(task_dir / name, encodings[name], formats.get(name, {}).get("sep", ","))
+        if repeated:
+            warnings.append(f"{name}: column name{'s' if len(repeated) > 1 else ''} "
+                            f"{', '.join(repr(column) for column in repeated)} appear{'' if len(repeated) > 1 else 's'} "
+                            f"more than once in its header; the later ones are read as {repeated[0] + '.1'!r} and so on")
     if any("sep" in found for found in formats.values()):
         warnings.append("submission.csv is written with commas and decimal points")
     warnings += _setup_warnings(train, test, target, id_column)
@@ -407,6 +413,13 @@ def detect_separator(path: Path, encoding: str) -> str:
     with open(path, encoding=encoding, newline="") as handle:
         header = handle.readline()
     return max(_SEPARATORS, key=lambda sep: (len(next(csv.reader([header], delimiter=sep), [])), sep == ","))
+
+
+def repeated_names(path: Path, encoding: str, sep: str) -> list[str]:
+    """Column names its header line holds more than once (pandas reads the later ones as "name.1", "name.2", ...)."""
+    with open(path, encoding=encoding, newline="") as handle:
+        names = next(csv.reader([handle.readline()], delimiter=sep), [])
+    return [name for name in dict.fromkeys(names) if names.count(name) > 1]
 
 
 def read_csv_file(path: Path, encoding: str) -> tuple[pd.DataFrame, dict[str, Any]]:

@@ -131,3 +131,20 @@ def test_question_marks_and_thousands_separators_are_read_as_numbers(tasks, tmp_
     ours, theirs = _solve(written, tmp_path / "run-written", tmp_path / "home"), \
         _solve(plain, tmp_path / "run-plain", tmp_path / "home")
     assert ours["best_cv_score"] == pytest.approx(theirs["best_cv_score"], rel=1e-12)
+
+
+def test_a_repeated_column_name_is_said(tasks, tmp_path):
+    commas, _ = tasks
+    repeated = tmp_path / "repeated"
+    repeated.mkdir()
+    for name in (*FILES, "description.md"):
+        text = (commas / name).read_text()
+        if name in ("train.csv", "test.csv"):
+            header, rest = text.split("\n", 1)
+            text = header.replace("bill_depth_mm", "bill_length_mm") + "\n" + rest
+        (repeated / name).write_text(text)
+    profile = profile_task(repeated)
+    assert {"bill_length_mm", "bill_length_mm.1"} <= {column.name for column in profile.columns}
+    assert any(line.startswith("train.csv: column name 'bill_length_mm' appears more than once in its header; the "
+                               "later ones are read as 'bill_length_mm.1'") for line in profile.warnings)
+    assert not any("more than once" in line for line in profile_task(commas).warnings)
