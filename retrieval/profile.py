@@ -53,6 +53,7 @@ _ROW_INDEX_NAME = re.compile(r"^Unnamed: \d+$")
 # Values that stand for a missing one in a column of numbers, beyond pandas' own ("", "NA", "NaN", "null", ...): the
 # UCI repository's "?", a spreadsheet's dashes and a lone dot.
 _PLACEHOLDERS = ("?", "-", "--", ".")
+_NUMBERS_AS_TEXT_SAMPLE = 1000
 # Compressed copies of a task file, and the command that unpacks each.
 _PACKED = {".zip": "unzip", ".gz": "gunzip", ".bz2": "bunzip2", ".xz": "unxz", ".7z": "7z x"}
 # Labels that mean "the event happened" when nothing says which class is positive.
@@ -457,6 +458,9 @@ def _numbers_as_text(frame: pd.DataFrame, decimal: str) -> tuple[list[str], str 
         if pd.api.types.is_numeric_dtype(frame[name]):
             continue
         values = frame[name].dropna().astype(str).str.strip()
+        head = values.iloc[:_NUMBERS_AS_TEXT_SAMPLE]  # most text columns show it in their first values: no full pass
+        if not (head.str.match(grouped) | head.str.match(plain) | head.isin(_PLACEHOLDERS)).all():
+            continue
         is_grouped, is_plain = values.str.match(grouped), values.str.match(plain)
         held = values.isin(_PLACEHOLDERS)
         if values.empty or not (is_grouped | is_plain | held).all() or not (is_grouped | is_plain).any():

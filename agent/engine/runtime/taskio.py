@@ -116,8 +116,8 @@ def submission_frame(prediction, *, test_ids, id_column, target, classes, needs_
         if len(outputs) > 1 and not class_columns:  # a column per class, one of them for no class trained on
             unknown = [name for name in outputs if name not in by_class]
             raise ClassColumnsError(f"sample_submission.csv's column{'s' if len(unknown) > 1 else ''} "
-                             f"{', '.join(repr(name) for name in unknown)} name{'' if len(unknown) > 1 else 's'} no "
-                             f"class of the training rows ({', '.join(repr(str(label)) for label in classes)})")
+                                    f"{', '.join(repr(name) for name in unknown)} name{'' if len(unknown) > 1 else 's'} "
+                                    f"no class of the training rows ({', '.join(repr(str(c)) for c in classes)})")
         values = ({name: by_class[name] for name in outputs} if class_columns
                   else {target: proba[:, -1] if proba.shape[1] == 2 else classes[proba.argmax(1)]})
     elif classes is not None:
