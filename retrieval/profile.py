@@ -53,7 +53,7 @@ _ROW_INDEX_NAME = re.compile(r"^Unnamed: \d+$")
 # Values that stand for a missing one in a column of numbers, beyond pandas' own ("", "NA", "NaN", "null", ...): the
 # UCI repository's "?", a spreadsheet's dashes and a lone dot.
 _PLACEHOLDERS = ("?", "-", "--", ".")
-_NUMBERS_AS_TEXT_SAMPLE = 1000
+_NUMBERS_AS_TEXT_SAMPLE = 1000  # a column's first values, which tell most text columns from numbers written as text
 # Compressed copies of a task file, and the command that unpacks each.
 _PACKED = {".zip": "unzip", ".gz": "gunzip", ".bz2": "bunzip2", ".xz": "unxz", ".7z": "7z x"}
 # Labels that mean "the event happened" when nothing says which class is positive.
@@ -408,18 +408,21 @@ def _read_text(path: Path, encodings: dict[str, str]) -> str:
     return path.read_text(encoding=encoding)
 
 
-def detect_separator(path: Path, encoding: str) -> str:
-    """The field separator of a CSV file: of _SEPARATORS, the one that splits its header line into the most fields
-    (quotes respected), the comma on a tie."""
+def header_names(path: Path, encoding: str, sep: str) -> list[str]:
+    """The fields of a CSV file's header line split at `sep`, quotes respected."""
     with open(path, encoding=encoding, newline="") as handle:
-        header = handle.readline()
-    return max(_SEPARATORS, key=lambda sep: (len(next(csv.reader([header], delimiter=sep), [])), sep == ","))
+        return next(csv.reader([handle.readline()], delimiter=sep), [])
+
+
+def detect_separator(path: Path, encoding: str) -> str:
+    """The field separator of a CSV file: of _SEPARATORS, the one that splits its header line into the most fields,
+    the comma on a tie."""
+    return max(_SEPARATORS, key=lambda sep: (len(header_names(path, encoding, sep)), sep == ","))
 
 
 def repeated_names(path: Path, encoding: str, sep: str) -> list[str]:
     """Column names its header line holds more than once (pandas reads the later ones as "name.1", "name.2", ...)."""
-    with open(path, encoding=encoding, newline="") as handle:
-        names = next(csv.reader([handle.readline()], delimiter=sep), [])
+    names = header_names(path, encoding, sep)
     return [name for name in dict.fromkeys(names) if names.count(name) > 1]
 
 
@@ -490,8 +493,8 @@ def _separator_name(sep: str) -> str:
 
 def _read_csv(task_dir: Path, file_name: str, encodings: dict[str, str], formats: dict[str, dict[str, Any]], *,
               required: bool) -> pd.DataFrame | None:
-    """The file as a frame (read_csv_file), its encoding in `encodings` and, when it is not separated by commas, its
-    separator and decimal mark in `formats`, which runtime.read_table reads it with again."""
+    """The file as a frame (read_csv_file), its encoding in `encodings` and how it was read beyond pandas' defaults
+    in `formats`, which runtime.read_table reads it with again."""
     path = task_dir / file_name
     if not path.is_file():
         packed = next((p.name for p in sorted(task_dir.glob(f"{file_name}.*")) if p.suffix in _PACKED), None)
