@@ -78,59 +78,60 @@ def test_the_search_solution_py_and_agent_predict_read_them_as_the_commas_copy(t
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "preds.csv"), submission)
 
 
+def _rewritten(source, folder, write):
+    """A copy of the task folder `source` whose CSV files `write(name, frame, path)` writes."""
+    folder.mkdir()
+    for name in FILES:
+        write(name, pd.read_csv(source / name), folder / name)
+    (folder / "description.md").write_text((source / "description.md").read_text())
+    return folder
+
+
+def _assert_same_best_cv(task, plain, tmp_path):
+    ours, theirs = (_solve(folder, tmp_path / f"run-{folder.name}", tmp_path / "home") for folder in (task, plain))
+    assert ours["best_cv_score"] == pytest.approx(theirs["best_cv_score"], rel=1e-12)
+
+
 def test_a_saved_row_index_is_named_and_not_learned_from(tasks, tmp_path):
     commas, _ = tasks
-    indexed = tmp_path / "indexed"
-    indexed.mkdir()
-    for name in FILES:
-        frame = pd.read_csv(commas / name)
+
+    def with_index(name, frame, path):
         if name == "train.csv":  # the rows in the target's order, so that a learned index would move the score
             frame = frame.sort_values("body_mass_g", kind="stable").reset_index(drop=True)
-        frame.to_csv(indexed / name, index=name != "sample_submission.csv")
-    (indexed / "description.md").write_text((commas / "description.md").read_text())
+        frame.to_csv(path, index=name != "sample_submission.csv")
+
+    indexed = _rewritten(commas, tmp_path / "indexed", with_index)
     profile = profile_task(indexed)
     assert next(c.kind for c in profile.columns if c.name == "Unnamed: 0") == "id"
     assert any("column 'Unnamed: 0' has no header and distinct whole numbers" in line for line in profile.warnings)
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    for name in ("train.csv", "test.csv"):  # the same rows in the same order, without the index
-        pd.read_csv(indexed / name).drop(columns="Unnamed: 0").to_csv(plain / name, index=False)
-    for name in ("sample_submission.csv", "description.md"):
-        (plain / name).write_bytes((indexed / name).read_bytes())
-    ours, theirs = _solve(indexed, tmp_path / "run-indexed", tmp_path / "home"), \
-        _solve(plain, tmp_path / "run-plain", tmp_path / "home")
-    assert ours["best_cv_score"] == pytest.approx(theirs["best_cv_score"], rel=1e-12)
+    plain = _rewritten(indexed, tmp_path / "plain", lambda name, frame, path: frame.drop(
+        columns="Unnamed: 0", errors="ignore").to_csv(path, index=False))  # the same rows in the same order
+    _assert_same_best_cv(indexed, plain, tmp_path)
 
 
 def test_question_marks_and_thousands_separators_are_read_as_numbers(tasks, tmp_path):
     commas, _ = tasks
-    written = tmp_path / "written"
-    written.mkdir()
-    for name in FILES:
-        frame = pd.read_csv(commas / name)
+
+    def times_ten(name, frame):  # four digits, so grouped: "1,810"
+        return frame if name == "sample_submission.csv" else frame.assign(
+            flipper_length_mm=frame["flipper_length_mm"] * 10)
+
+    def as_a_report_writes(name, frame, path):
+        frame = times_ten(name, frame)
         if name != "sample_submission.csv":
-            frame["flipper_length_mm"] = frame["flipper_length_mm"] * 10  # four digits, so grouped: "1,810"
             grouped = frame["flipper_length_mm"].map(lambda value: f"{value:,.0f}" if value == value else None)
-            frame = frame.astype({"flipper_length_mm": object})
-            frame["flipper_length_mm"] = grouped
-        frame.to_csv(written / name, index=False, na_rep="?")
+            frame = frame.astype({"flipper_length_mm": object}).assign(flipper_length_mm=grouped)
+        frame.to_csv(path, index=False, na_rep="?")
+
+    written = _rewritten(commas, tmp_path / "written", as_a_report_writes)
     assert '"1,810"' in (written / "train.csv").read_text() and ",?," in (written / "train.csv").read_text()
-    (written / "description.md").write_text((commas / "description.md").read_text())
     profile = profile_task(written)
     assert profile.csv_formats["train.csv"] == {"na_values": ["?"], "thousands": ","}
     assert {c.name: c.kind for c in profile.columns}["flipper_length_mm"] == "numeric"
     assert any("'?' read as a missing value" in line for line in profile.warnings)
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    for name in FILES:
-        frame = pd.read_csv(commas / name)
-        if name != "sample_submission.csv":
-            frame["flipper_length_mm"] = frame["flipper_length_mm"] * 10
-        frame.to_csv(plain / name, index=False)
-    (plain / "description.md").write_text((commas / "description.md").read_text())
-    ours, theirs = _solve(written, tmp_path / "run-written", tmp_path / "home"), \
-        _solve(plain, tmp_path / "run-plain", tmp_path / "home")
-    assert ours["best_cv_score"] == pytest.approx(theirs["best_cv_score"], rel=1e-12)
+    plain = _rewritten(commas, tmp_path / "plain", lambda name, frame, path: times_ten(name, frame).to_csv(
+        path, index=False))
+    _assert_same_best_cv(written, plain, tmp_path)
 
 
 def test_a_repeated_column_name_is_said(tasks, tmp_path):
