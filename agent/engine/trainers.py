@@ -294,6 +294,8 @@ class TrainerFacts:
     # (parameter, its library default): a categorical column of at most that many levels is one-hot encoded inside
     # the model, with no statistics (CatBoost's one_hot_max_size, 2; here 255 on a multiclass target).
     one_hot_levels: tuple[str, int] | None = None
+    # (parameter, its library default, DEPTH or LEAVES): what sets a tree's size, a round's cost growing with it.
+    tree_size: tuple[str, int, str] | None = None
 
     def variations_for(self, classification: bool) -> tuple[Variation, ...]:
         if classification or self.regression_variations is None:
@@ -317,6 +319,7 @@ def _sized(small: Mapping[str, Any], medium: Mapping[str, Any], large: Mapping[s
 
 
 IN_EACH_FIT, FROM_EARLIER_FOLDS = "in each fit", "from earlier folds"  # TrainerFacts.adaptive_patience
+DEPTH, LEAVES = "depth", "leaves"  # TrainerFacts.tree_size: a tree's size as its depth or its leaves
 
 # Forests: AutoGluon's 300 trees on small tables; fewer, leaf-capped trees as the rows grow (params_for adds the
 # rows per tree).
@@ -336,6 +339,7 @@ TRAINER_FACTS: dict[str, TrainerFacts] = {
                                 search_space=_FOREST_SPACE, aliases=("et", "extratrees"), sizes=_FOREST_SIZES),
     "hist_gradient_boosting": TrainerFacts(
         "gbdt", "max_iter", 100, "learning_rate", 0.1, aliases=("hgb", "histgradientboosting"), patience=20,
+        tree_size=("max_leaf_nodes", 31, LEAVES),
         variations=(("slower learning (early stopping finds the trees)",
                      {"learning_rate": 0.03, "max_iter": 3000, "early_stopping_rounds": 20}),
                     ("smaller, regularised trees", {"max_leaf_nodes": 15, "l2_regularization": 1.0}),
@@ -347,6 +351,7 @@ TRAINER_FACTS: dict[str, TrainerFacts] = {
                      {"learning_rate": 0.1, "max_iter": 1000, "max_leaf_nodes": 63, "min_samples_leaf": 50})),
     "xgboost": TrainerFacts(
         "gbdt", "n_estimators", 400, "learning_rate", 0.05, seed_dependent=True, aliases=("xgb",), adaptive_patience=IN_EACH_FIT,
+        tree_size=("max_depth", 6, DEPTH),
         variations=(("slower learning (early stopping finds the trees)",
                      {"n_estimators": 4000, "learning_rate": 0.025, "early_stopping_rounds": 300}),
                     ("shallower trees", {"max_depth": 4}),
@@ -358,7 +363,7 @@ TRAINER_FACTS: dict[str, TrainerFacts] = {
                      {"n_estimators": 1000, "learning_rate": 0.1, "max_depth": 8, "min_child_weight": 5})),
     "lightgbm": TrainerFacts(
         "gbdt", "n_estimators", 400, "learning_rate", 0.05, seed_dependent=True, aliases=("lgbm", "lgb"),
-        adaptive_patience=IN_EACH_FIT,
+        adaptive_patience=IN_EACH_FIT, tree_size=("num_leaves", 31, LEAVES),
         variations=(("slower learning (early stopping finds the trees)",
                      {"n_estimators": 4000, "learning_rate": 0.025, "early_stopping_rounds": 300}),
                     ("fewer leaves, heavier leaves", {"num_leaves": 15, "min_child_samples": 40}),
@@ -379,7 +384,7 @@ TRAINER_FACTS: dict[str, TrainerFacts] = {
     "catboost": TrainerFacts(
         "gbdt", "iterations", 500, "learning_rate", 0.05, seed_dependent=True, aliases=("cat",),
         adaptive_patience=FROM_EARLIER_FOLDS, combination_params=("max_ctr_complexity",),
-        one_hot_levels=("one_hot_max_size", 2),
+        one_hot_levels=("one_hot_max_size", 2), tree_size=("depth", 6, DEPTH),
         variations=(("combinations of up to 4 categorical features", {"max_ctr_complexity": 4}),
                     ("deeper trees", {"depth": 8}), ("shallower trees", {"depth": 4}),
                     ("stronger L2 on the leaves", {"l2_leaf_reg": 10.0}),

@@ -15,8 +15,8 @@ that could not finish within its cap on the rows it would be scored on (`DraftTi
 fewer trees), or skip it. A node time measured on another table (a case library's or an experience pack's) is
 carried to this one by the same model (`carry_seconds`).
 
-An improvement is sized from its parent's own CV instead (`size_change`): the parent's seconds scaled by the seed bag
-and the boosting rounds the change should train (`change_seconds`), corrected by what the same change took on this
+An improvement is sized from its parent's own CV instead (`size_change`): the parent's seconds scaled by the seed bag,
+the boosting rounds the change should train and the size of its trees (`change_seconds`), corrected by what the same change took on this
 table's other nodes (`change_factor`). A change that would not fit within its cap runs at a higher learning rate with
 its rounds capped (a write-up's learning rate of 0.01 is for hours of training), or is skipped before it runs.
 """
@@ -32,7 +32,7 @@ from typing import Any
 
 from agent.candidate import SolutionCandidate
 from agent.engine.runtime.wrappers import PATIENCE_RATE, patience, patience_adapts
-from agent.engine.trainers import FROM_EARLIER_FOLDS, trainer_facts
+from agent.engine.trainers import DEPTH, FROM_EARLIER_FOLDS, trainer_facts
 from agent.search.journal import DRAFT, EXPLORED, IMPROVE, OVER_TIME, VALID, Journal, Node
 from retrieval.profile import TaskProfile
 
@@ -46,6 +46,10 @@ FIT_SHARE = 0.5
 # different rounds for the same trees (bench/patience.py: 65 over 24 LightGBM and XGBoost CVs of development and pool
 # tables; CatBoost's was not measured, its patience being fixed).
 FIXED_ROUNDS = 65.0
+# A GBDT round's seconds grow as (levels / the parent's levels) ** power with its trees' size (`tree_levels`): the
+# powers fitted by bench/tree_size.py on 7 development and pool tables, binary, numeric and multiclass (each within a
+# factor of 2.9 of what was measured; a multiclass CatBoost's own power is 3.3, a binary or numeric one's 2.5).
+TREE_LEVEL_POWER = {"catboost": 2.97, "xgboost": 1.22, "lightgbm": 2.30, "hist_gradient_boosting": 2.28}
 # The fastest a draft too slow for its cap may learn: XGBoost's own default rate (a ceiling chosen, not measured: past
 # it a GBDT takes few, large steps).
 MAX_DRAFT_RATE = 0.3
@@ -322,9 +326,9 @@ class Sized:
 def change_seconds(parent: Node, candidate: SolutionCandidate, rows: int) -> float | None:
     """The seconds a change of `parent` should take on `rows` rows, from the parent's own CV on those rows: scaled by
     the seed bag and by the trees or boosting rounds it should train. A GBDT that stops early keeps about as many
-    trees as its parent kept times the parent's learning rate over its own (the trees' size left aside), and trains
-    its patience beyond them, within its cap on the rounds (under another loss, its cap); the rest of its cost counts
-    as FIXED_ROUNDS. None when the parent is not one model of the same family measured on those rows."""
+    trees as its parent kept times the parent's learning rate over its own, and trains its patience beyond them, within
+    its cap on the rounds (under another loss, its cap); each round costs more as its trees grow deeper or leafier
+    (`_Pace.tree_factor`), and the rest of its cost counts as FIXED_ROUNDS. None when the parent is not one model of the same family measured on those rows."""
     pace = _Pace.of(parent, candidate, rows)
     return pace.seconds(candidate) if pace is not None else None
 
@@ -430,6 +434,7 @@ class _Pace:
     rate: float
     stopping: FoldStopping
     loss: tuple[str, ...]
+    levels: float | None  # the parent's tree size (`tree_levels`)
 
     @classmethod
     def of(cls, parent: Node, candidate: SolutionCandidate, rows: int) -> _Pace | None:
@@ -445,7 +450,7 @@ class _Pace:
         folds = evidence.folds or 5
         stopping = FoldStopping(patience_adapts(rows / folds), folds)  # each fold's validation rows
         return cls(seconds, seed_bag(parent.candidate), _trained(parent.candidate, kept, stopping), kept,
-                   _rate(parent.candidate), stopping, _loss(parent.candidate))
+                   _rate(parent.candidate), stopping, _loss(parent.candidate), tree_levels(parent.candidate))
 
     def child_kept(self, candidate: SolutionCandidate) -> float | None:
         """The trees a change should keep: the parent's, scaled by their learning rates; None (its rounds cap) under
@@ -456,16 +461,25 @@ class _Pace:
         return self.kept * self.rate / _rate(candidate)
 
     def per_round(self, candidate: SolutionCandidate) -> float:
-        """Seconds per round trained (per fit, for a model without rounds), with the candidate's seed bag."""
+        """Seconds per round of the parent's trees (per fit, for a model without rounds), with the candidate's seed
+        bag."""
         return self.cv_seconds * seed_bag(candidate) / self.bag / (self.trained + _fixed_rounds(candidate))
 
+    def tree_factor(self, candidate: SolutionCandidate) -> float:
+        """How much more a round of the candidate's trees costs than one of the parent's: (levels / the parent's
+        levels) ** TREE_LEVEL_POWER of its family; 1 where either's size is not known."""
+        levels, power = tree_levels(candidate), TREE_LEVEL_POWER.get(candidate.trainer)
+        if levels is None or self.levels is None or power is None:
+            return 1.0
+        return (levels / self.levels) ** power
+
     def seconds(self, candidate: SolutionCandidate) -> float:
-        return self.per_round(candidate) * (_trained(candidate, self.child_kept(candidate), self.stopping)
-                                            + _fixed_rounds(candidate))
+        trained = _trained(candidate, self.child_kept(candidate), self.stopping)
+        return self.per_round(candidate) * (trained * self.tree_factor(candidate) + _fixed_rounds(candidate))
 
     def rounds_within(self, candidate: SolutionCandidate, seconds: float) -> float:
         """The rounds `candidate` may train in `seconds` at this pace, its cost besides them taken out."""
-        return seconds / self.per_round(candidate) - _fixed_rounds(candidate)
+        return (seconds / self.per_round(candidate) - _fixed_rounds(candidate)) / self.tree_factor(candidate)
 
 
 def _fixed_rounds(candidate: SolutionCandidate) -> float:
@@ -511,6 +525,21 @@ class FoldStopping:
             return rounds
         waited = patience(round(kept), rounds, float(candidate.params.get("patience_rate", PATIENCE_RATE)))
         return (rounds + (self.folds - 1) * waited) / self.folds if kind == FROM_EARLIER_FOLDS else waited
+
+
+def tree_levels(candidate: SolutionCandidate) -> float | None:
+    """A GBDT's tree size in levels: its depth, or log2 of its leaves (within 2 ** max_depth where that is set too);
+    None for a model whose tree size is not known."""
+    size = trainer_facts(candidate.trainer).tree_size
+    if size is None:
+        return None
+    name, default, kind = size
+    value = candidate.params.get(name) or default
+    if kind == DEPTH:
+        return float(max(value, 1))
+    depth = candidate.params.get("max_depth")
+    leaves = min(value, 2 ** depth) if isinstance(depth, int) and depth > 0 else value
+    return math.log2(max(leaves, 2))
 
 
 def _rate(candidate: SolutionCandidate) -> float:

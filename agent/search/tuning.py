@@ -7,8 +7,10 @@ caught the same way. The proposer asks a study for a trial when it improves one 
 (its centre or an earlier trial), and `observe` tells the study each trial's verified score.
 
 Ranges follow common GBDT search spaces (learning rate log-uniform, leaves and minimum leaf sizes
-log-uniform, row and column sampling in [0.5, 1] and [0.4, 1], L2 log-uniform); the number of trees
-stays the centre's, so a trial costs about what the centre cost.
+log-uniform, row and column sampling in [0.5, 1] and [0.4, 1], L2 log-uniform); the cap on the trees
+stays the centre's. A trial of a lower rate or larger trees costs more than its centre: the search
+sizes it from the centre's CV (agent.search.fit_time.size_change) and skips one that would not
+finish, which its study is told as a failed trial.
 """
 
 from __future__ import annotations

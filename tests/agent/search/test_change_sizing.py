@@ -5,6 +5,7 @@ asked again."""
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from dataclasses import replace
@@ -16,7 +17,15 @@ from agent.engine.trainers import steps_for, trainer_facts, trainer_registry
 from agent.evaluator import Evaluator
 from agent.outputs.run_folder import trace_line
 from agent.search.builtin import BuiltinTreeProposer
-from agent.search.fit_time import FIT_SHARE, FitTimeModel, change_factor, change_seconds, size_change
+from agent.search.fit_time import (
+    FIT_SHARE,
+    TREE_LEVEL_POWER,
+    FitTimeModel,
+    change_factor,
+    change_seconds,
+    size_change,
+    tree_levels,
+)
 from agent.search.journal import DRAFT, IMPROVE, OVER_TIME, VALID, Journal, Node, candidate_key
 from agent.search.protocols import Proposal
 from agent.settings import SearchSettings, SolveSettings
@@ -50,8 +59,8 @@ def _changed(parent: Node, **params) -> SolutionCandidate:
 
 def test_a_change_costs_its_parents_seconds_scaled_by_its_seed_bag_and_the_trees_its_rate_keeps(parent):
     rows = parent.scored_rows
-    same = change_seconds(parent, _changed(parent, num_leaves=15), rows)
-    assert same == pytest.approx(parent.elapsed)  # same rate and rounds: the parent's own time
+    same = change_seconds(parent, _changed(parent, min_child_samples=40), rows)
+    assert same == pytest.approx(parent.elapsed)  # same rate, rounds and tree size: the parent's own time
     assert change_seconds(parent, _changed(parent, seed_bag=3), rows) == pytest.approx(3 * parent.elapsed)
     half = change_seconds(parent, _changed(parent, learning_rate=0.025), rows)
     crawl = change_seconds(parent, _changed(parent, **CRAWL), rows)
@@ -59,6 +68,32 @@ def test_a_change_costs_its_parents_seconds_scaled_by_its_seed_bag_and_the_trees
     # No estimate for what the parent's CV cannot tell: another family, or other rows.
     assert change_seconds(parent, replace(parent.candidate, trainer="xgboost"), rows) is None
     assert change_seconds(parent, _changed(parent, num_leaves=15), rows // 2) is None
+
+
+def test_a_round_of_larger_trees_costs_more_by_its_familys_power_of_their_levels(parent):
+    """A tree's levels are its depth or log2 of its leaves (within 2 ** max_depth); a change's rounds cost the
+    parent's times (levels / the parent's) ** TREE_LEVEL_POWER, its cost besides the rounds unchanged."""
+    rows, leaves = parent.scored_rows, parent.candidate.params["num_leaves"]
+    assert tree_levels(parent.candidate) == pytest.approx(math.log2(leaves))
+    assert tree_levels(_changed(parent, num_leaves=255, max_depth=3)) == 3.0
+    smaller, larger = (change_seconds(parent, _changed(parent, num_leaves=size), rows) for size in (15, 255))
+    assert smaller < parent.elapsed < larger
+    # The rounds' share of the parent's seconds scales by the power; FIXED_ROUNDS' share does not.
+    factor = (math.log2(255) / math.log2(leaves)) ** TREE_LEVEL_POWER["lightgbm"]
+    assert parent.elapsed * factor > larger > parent.elapsed * factor * 0.5
+    # A family whose tree size is not known (a forest's) is sized as before.
+    assert tree_levels(SolutionCandidate("random_forest", {}, "")) is None
+
+
+def test_an_optuna_trial_of_much_deeper_trees_than_its_centre_is_skipped_before_it_runs(parent):
+    """police_force (120 s): two trials of depth 9 and 10 around a depth-4 CatBoost that took 9.8 s ran 27 s each
+    to their caps, sized as if their trees cost what the centre's did. The same shape on LightGBM: a trial of 255
+    leaves at a third of the rate, around a 31-leaf centre, in a cap of three times the centre's seconds."""
+    rows = parent.scored_rows
+    trial = _changed(parent, num_leaves=255, learning_rate=parent.candidate.params["learning_rate"] / 3)
+    cap = 3 * parent.elapsed
+    assert change_seconds(parent, _changed(parent, learning_rate=trial.params["learning_rate"]), rows) < cap
+    assert size_change(parent, trial, rows, cap, rate_may_rise=False).candidate is None
 
 
 def test_a_change_that_fits_runs_as_proposed(parent):
