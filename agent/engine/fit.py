@@ -132,12 +132,13 @@ class FoldGate:
     z: float = PRUNE_Z
     spread: float | None = None  # paired_spread's; None: the bar's fold-to-fold spread
 
-    def allows(self, scores: list[float]) -> bool:
-        """May a node whose first folds scored `scores` (greater is better) go on?"""
+    def allows(self, scores: Sequence[float], z: float | None = None) -> bool:
+        """May a node whose first folds scored `scores` (greater is better) go on: is its mean paired difference from
+        the bar above -z (the gate's own by default) standard errors?"""
         k = len(scores)
         spread = self.spread or float(np.std(self.bar)) or 1e-12
         trailing = float(np.mean([score - bar for score, bar in zip(scores, self.bar[:k], strict=True)]))
-        return trailing >= -self.z * spread / np.sqrt(k)
+        return trailing >= -(self.z if z is None else z) * spread / np.sqrt(k)
 
     def watch(self, dataset: Dataset):
         """runtime.cross_fit's keep_going for one dataset: each fold's metric, oriented, against the bar."""

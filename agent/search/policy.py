@@ -8,8 +8,9 @@
      (where improvements are slow, ten of them are most of a budget);
   2. with probability `debug_prob`, debug a random buggy leaf whose debug depth is below
      `max_debug_depth` (a buggy node created at that depth is dead: never debugged again);
-  3. otherwise improve: with probability `greedy_prob` the best verified node, else a random verified one (on a
-     sampled table, a node verified on the exploration sample only counts: its changes are explored there too);
+  3. otherwise improve: with probability `greedy_prob` the best verified node (or the node the search names in its
+     place, `greedy`: one as good within the folds' noise that costs less), else a random verified one (on a sampled
+     table, a node verified on the exploration sample only counts: its changes are explored there too);
   4. with nothing verified to improve, debug a debuggable leaf, and with nothing to debug either, draft.
 Every random choice draws from the `random.Random(seed)` the search passes in, so a seed fixes the run.
 """
@@ -43,8 +44,10 @@ class SearchPolicy:
         return progress.improvements >= stall or (
             now is not None and seconds is not None and progress.improvements > 0 and now - progress.since >= seconds)
 
-    def next_action(self, journal: Journal, rng: random.Random, now: float | None = None) -> tuple[str, Node | None]:
-        """(action, the node to act on); the node is None for a draft. `now`: seconds since the search started."""
+    def next_action(self, journal: Journal, rng: random.Random, now: float | None = None,
+                    greedy: Node | None = None) -> tuple[str, Node | None]:
+        """(action, the node to act on); the node is None for a draft. `now`: seconds since the search started;
+        `greedy`: the node a greedy step improves (None: the best)."""
         if drafted(journal) < self.settings.num_drafts or self.stalled(journal, now):
             return DRAFT, None
         debuggable = self.debuggable(journal)
@@ -52,7 +55,7 @@ class SearchPolicy:
             return DEBUG, rng.choice(debuggable)
         improvable = [node for node in journal if node.verified and node.id not in journal.exhausted]
         if improvable:
-            best = journal.best()
+            best = greedy or journal.best()
             if best is not None and best.id not in journal.exhausted and rng.random() < self.settings.greedy_prob:
                 return IMPROVE, best
             return IMPROVE, rng.choice(improvable)
