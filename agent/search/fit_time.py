@@ -16,9 +16,10 @@ fewer trees), or skip it. A node time measured on another table (a case library'
 carried to this one by the same model (`carry_seconds`).
 
 An improvement is sized from its parent's own CV instead (`size_change`): the parent's seconds scaled by the seed bag,
-the boosting rounds the change should train and the size of its trees (`change_seconds`), corrected by what the same change took on this
-table's other nodes (`change_factor`). A change that would not fit within its cap runs at a higher learning rate with
-its rounds capped (a write-up's learning rate of 0.01 is for hours of training), or is skipped before it runs.
+the boosting rounds the change should train and the size of its trees (`change_seconds`), corrected by what the same
+change took on this table's other nodes (`change_factor`). A change that would not fit within its cap runs at a
+higher learning rate with its rounds capped (a write-up's learning rate of 0.01 is for hours of training), or is
+skipped before it runs.
 """
 
 from __future__ import annotations
@@ -328,7 +329,8 @@ def change_seconds(parent: Node, candidate: SolutionCandidate, rows: int) -> flo
     the seed bag and by the trees or boosting rounds it should train. A GBDT that stops early keeps about as many
     trees as its parent kept times the parent's learning rate over its own, and trains its patience beyond them, within
     its cap on the rounds (under another loss, its cap); each round costs more as its trees grow deeper or leafier
-    (`_Pace.tree_factor`), and the rest of its cost counts as FIXED_ROUNDS. None when the parent is not one model of the same family measured on those rows."""
+    (`_Pace.tree_factor`), and the rest of its cost counts as FIXED_ROUNDS. None when the parent is not one model of
+    the same family measured on those rows."""
     pace = _Pace.of(parent, candidate, rows)
     return pace.seconds(candidate) if pace is not None else None
 

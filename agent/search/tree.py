@@ -453,10 +453,11 @@ class TreeSearch:
     def _cheaper_tie(self) -> Node | None:
         """The node a greedy step improves in the best's place: the cheapest one verified on every fold that took
         at most TIE_COST_SHARE of the best's CV seconds and is tied with it, its mean paired fold difference within
-        one standard error of the run's paired spread (the gate's rule at z = 1). Which of two tied nodes is better
+        one standard error of the fold gate's spread (the gate's rule at z = 1). Which of two tied nodes is better
         is the folds' noise, and the cheaper one's changes finish several times over in the time of one of the
         best's (police_force, 120 s: a 22 s CatBoost best by 0.0002 accuracy over a 4.5 s LightGBM took every
-        greedy step). None (the best) when no node is so, or before the run can pair fold scores."""
+        greedy step). None (the best) when no node is so, and where no improvement would be gated (before the best
+        has fold scores, or with prune_z None)."""
         best, gate = self.journal.best(), self._gate(IMPROVE)
         if best is None or gate is None:
             return None
