@@ -10,10 +10,13 @@ sizes; the seconds per round against the family's reference size give the power 
 
 where a tree's levels are its depth (CatBoost, XGBoost) or log2 of its leaves (LightGBM, histogram GBDT). p is fitted
 on every table, and apart for multiclass targets, whose trees carry a value per class in each leaf; the search uses
-the first (agent.search.fit_time.TREE_LEVEL_POWER). Development tables only
-(bench/tasks.py RDATASETS_TASKS): no evaluation table.
+the first (agent.search.fit_time.TREE_LEVEL_POWER). Development tables (bench/tasks.py RDATASETS_TASKS) and
+experience-pool tables (bench/pool_tasks.py; --pool names their task folders): no evaluation table.
 
-    python -m bench.tree_size [--tasks churn,hpc,ames] [--write]
+    python -m bench.tree_size [--tasks churn,hpc,ames] [--pool DIR] [--write]
+
+The section in bench/RESULTS.md was measured with --tasks churn,hpc,ames,hotel,yogurt_brand,pitch_type,
+bird_strike_phase and the three pool tables' folders written by `python -m bench.pool_tasks`'s write_pool_task.
 
 The measurements are kept in bench/agent_runs/tree_size.json; a run measures the tables not in it yet. With --write,
 the section "## A GBDT round's seconds by the size of its trees (issue 25)" of bench/RESULTS.md is rewritten.
