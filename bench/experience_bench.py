@@ -9,6 +9,10 @@ same CV folds), with a fresh home and `--no-memory` (no arm has the agent's own 
     kb          `--use-kb --no-experience`: the knowledge base of --kb-home, no pack
     both        `--use-kb`: the knowledge base and the pack
     autogluon   AutoGluon `medium_quality` at the same budget (bench/peers.py, its own environment)
+    both-half   `--use-kb` (experience-half: the pack alone) given, as its whole budget, half the search seconds
+                the `none` run of the same table, budget and seed took to its final CV score (its blend, made after
+                its search): whether knowledge and experience reach that score in half the time, their own final
+                blend included, which a node-by-node reading of one full run cannot see (no blend is made mid-search)
 
 Every agent arm has the same search, blending and tuning; only what it knows differs. Per run: the held-back score,
 wall seconds and peak memory (timed from outside), and from the run folder the nodes and, for every node verified on
@@ -60,8 +64,10 @@ RUNS_FILE = RUNS / "experience.json"
 SECTION = "## Experience and knowledge: four arms (issue 22)"
 AGENT_OPTIONS = {"none": ["--no-experience"], "experience": [], "kb": ["--use-kb", "--no-experience"],
                  "both": ["--use-kb"]}
-ARMS = (*AGENT_OPTIONS, "autogluon")
 REFERENCE = "none"
+# A half-time arm runs like its full arm, on half the search seconds the reference run took to its final CV score.
+HALF_ARMS = {"both-half": "both", "experience-half": "experience"}
+ARMS = (*AGENT_OPTIONS, "autogluon", *HALF_ARMS)
 # The tables it may run: the evaluation set, and the candidates for it that bench/headroom.py screens.
 TASKS = {**EVALUATION_TASKS, **HEADROOM_CANDIDATES}
 
@@ -89,29 +95,41 @@ def search_curve(run_dir: Path) -> dict:
             "portfolio_drafts": experience.get("portfolio_drafts"), "stop_reason": run.get("stop_reason")}
 
 
-def run_once(name: str, budget: float, arm: str, seed: int, root: Path, kb_home: Path | None, stamp: str) -> dict:
+def half_budget(reference: dict | None) -> float | None:
+    """Half the search seconds a reference run took to its final CV score (None without a scored reference)."""
+    target = final_cv(reference) if reference is not None else None
+    return None if target is None else round(reached(reference, target)[0] / 2, 1)
+
+
+def run_once(name: str, budget: float, arm: str, seed: int, root: Path, kb_home: Path | None, stamp: str,
+             run_budget: float | None = None) -> dict:
+    """One run of `arm`; a half-time arm's on `run_budget` seconds (its record keeps the nominal `budget`)."""
     task_dir, answers, dataset = evaluation_task(name, root)
     out = root / "runs" / run_key(name, budget, arm, seed).replace("@", "-")
     if out.exists():  # an interrupted run's folder: redone whole
         shutil.rmtree(out)
     out.mkdir(parents=True)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    if arm in AGENT_OPTIONS:
+    options = AGENT_OPTIONS.get(HALF_ARMS.get(arm, arm))
+    run_budget = budget if run_budget is None else run_budget
+    if options is not None:
         home, run_dir = out / "home", out / "run"
-        if "--use-kb" in AGENT_OPTIONS[arm]:
+        if "--use-kb" in options:
             shutil.copytree(kb_home, home)
-        command = [*AGENT_MAIN, "--home", str(home), "solve", str(task_dir), "--time-budget", str(budget),
-                   "--seed", str(seed), "--out", str(run_dir), "--no-memory", "--quiet", *AGENT_OPTIONS[arm]]
+        command = [*AGENT_MAIN, "--home", str(home), "solve", str(task_dir), "--time-budget", str(run_budget),
+                   "--seed", str(seed), "--out", str(run_dir), "--no-memory", "--quiet", *options]
         submission = run_dir / "submission.csv"
     else:
         submission = out / "submission.csv"
         command = peer_command(arm, task_dir, submission, dataset, budget, "--seed", str(seed))
-    load_before, measured, score = scored_run(command, REPO, env, out, budget, dataset, submission, answers)
+    load_before, measured, score = scored_run(command, REPO, env, out, run_budget, dataset, submission, answers)
     record = {"task": name, "budget": budget, "arm": arm, "seed": seed, "date": date.today().isoformat(),
-              "code": stamp if arm in AGENT_OPTIONS else "", "rows": len(dataset.X), "metric": dataset.metric,
+              "code": stamp if options is not None else "", "rows": len(dataset.X), "metric": dataset.metric,
               "greater_is_better": dataset.metric_info.greater_is_better, "load_before": load_before, **measured,
-              "within_limit": within_limit(measured["wall"], budget), "score": score}
-    if arm in AGENT_OPTIONS:
+              "within_limit": within_limit(measured["wall"], run_budget), "score": score}
+    if arm in HALF_ARMS:
+        record["run_budget"] = run_budget
+    if options is not None:
         record["search"] = search_curve(out / "run")
     return record
 
@@ -159,6 +177,19 @@ def time_to_reference(cells: Cells, task: str, budget: float, arm: str,
     return found
 
 
+def half_reach(cells: Cells, task: str, budget: float, arm: str) -> list[tuple[float, float, bool]]:
+    """Per seed of a half-time arm: (the reference run's search seconds to its final CV, this run's whole budget,
+    whether this run's final CV scored at least the reference's), seeds without both runs left out."""
+    reference = {run["seed"]: run for run in cells.get((task, budget, REFERENCE), [])}
+    found = []
+    for run in cells.get((task, budget, arm), []):
+        base = reference.get(run["seed"])
+        target, mine = (final_cv(base) if base is not None else None), final_cv(run)
+        if target is not None:
+            found.append((reached(base, target)[0], run["run_budget"], mine is not None and mine >= target - 1e-12))
+    return found
+
+
 def markdown(runs: dict[str, dict], title: str = SECTION) -> str:
     records = list(runs.values())
     cells: Cells = {}
@@ -194,7 +225,9 @@ def markdown(runs: dict[str, dict], title: str = SECTION) -> str:
              "folder, budget and seed, not run again here). Score: on the held-back answers, the mean over seeds (± their "
              "standard deviation). Ratios: > 1 is better. To none's CV: the search seconds and nodes at which the "
              "arm first verified a node on full CV scoring at least none's final CV score (same folds), against the "
-             "seconds none took; `never` when it did not within the budget.", "",
+             "seconds none took; `never` when it did not within the budget. A half-time arm (both-half, experience-half) is "
+             "its full arm run again with, as its whole budget, half the search seconds none took to its final CV "
+             "score: `reached in s (none's s)` when its own final CV (its blend included) scored at least none's.", "",
              "| task | rows | metric | budget (s) | arm | runs | score | ratio to none | ratio to autogluon | "
              "to none's CV: s (none's s), nodes | nodes | wall (s) | within limit | peak MB |",
              "|---|---:|---|---:|---|---:|---:|---:|---:|---|---:|---:|---|---:|"]
@@ -203,7 +236,10 @@ def markdown(runs: dict[str, dict], title: str = SECTION) -> str:
         spread = f" ± {statistics.stdev(scores):.4f}" if len(scores) > 1 else ""
         first = cell[0]
         reach = ""
-        if arm in AGENT_OPTIONS and arm != REFERENCE:
+        if arm in HALF_ARMS:
+            reach = "; ".join(f"{'reached' if hit else 'not'} in {own:.0f} ({base:.0f})"
+                              for base, own, hit in half_reach(cells, task, budget, arm)) or "–"
+        elif arm in AGENT_OPTIONS and arm != REFERENCE:
             reach = "; ".join("never" if item is None else f"{item[1]:.0f} ({item[0]:.0f}), {item[2]}"
                               for item in time_to_reference(cells, task, budget, arm)) or "–"
         nodes = mean([run["search"]["nodes"] for run in cell if (run.get("search") or {}).get("nodes") is not None])
@@ -227,16 +263,21 @@ def markdown(runs: dict[str, dict], title: str = SECTION) -> str:
                 continue
             to_none = [value for value in (ratio(task, budget, arm, REFERENCE) for task in mine) if value is not None]
             to_ag = [value for value in (ratio(task, budget, arm, "autogluon") for task in mine) if value is not None]
-            fast, fast_single = ([all(item is not None and item[1] <= item[0] / 2 for item in found)
-                                  for found in (time_to_reference(cells, task, budget, arm, single) for task in mine)
-                                  if found] for single in (False, True))
+            if arm in HALF_ARMS:  # a run of half the time, its own final blend included
+                fast = [all(hit for *_, hit in found) for found in (half_reach(cells, task, budget, arm)
+                                                                     for task in mine) if found]
+                fast_single = []
+            else:
+                fast, fast_single = ([all(item is not None and item[1] <= item[0] / 2 for item in found)
+                                      for found in (time_to_reference(cells, task, budget, arm, single)
+                                                    for task in mine) if found] for single in (False, True))
             within = [run["within_limit"] for task in mine for run in cells[(task, budget, arm)]]
             lines.append(f"| {budget:g} | {arm} | {len(mine)} | "
                          f"{fmt(mean(to_none)) if arm != REFERENCE else '–'} | "
                          f"{f'{sum(v > 1 for v in to_none)} of {len(to_none)}' if arm != REFERENCE else '–'} | "
                          f"{fmt(mean(to_ag)) if arm != 'autogluon' else '–'} | "
-                         f"{f'{sum(fast)} of {len(fast)}' if arm in AGENT_OPTIONS and arm != REFERENCE else '–'} | "
-                         f"{f'{sum(fast_single)} of {len(fast_single)}' if arm in AGENT_OPTIONS and arm != REFERENCE and fast_single else '–'} | "
+                         f"{f'{sum(fast)} of {len(fast)}' if arm not in (REFERENCE, 'autogluon') else '–'} | "
+                         f"{f'{sum(fast_single)} of {len(fast_single)}' if fast_single else '–'} | "
                          f"{sum(within)} / {len(within)} |")
     return "\n".join(lines) + "\n"
 
@@ -267,8 +308,8 @@ def main(kb_home: Path | None, tasks: str | None, budgets: str, arms: str, seeds
     if unknown:
         raise click.BadParameter(f"unknown {unknown}: tasks from {', '.join(TASKS)}; arms from "
                                  f"{', '.join(ARMS)}")
-    if kb_home is None and {"kb", "both"} & set(chosen):
-        raise click.BadParameter("the kb and both arms need --kb-home HOME")
+    if kb_home is None and {"kb", "both", "both-half"} & set(chosen):
+        raise click.BadParameter("the kb, both and both-half arms need --kb-home HOME")
     if "autogluon" in chosen and not PEER_PYTHON["autogluon"].exists():
         raise click.ClickException("no environment for autogluon: see bench/peers.py for the set-up")
     stamp = code_stamp(None)
@@ -289,9 +330,16 @@ def main(kb_home: Path | None, tasks: str | None, budgets: str, arms: str, seeds
                 for arm in chosen:
                     key = run_key(name, budget, arm, seed)
                     stored = load_runs(runs_file).get(key)
-                    if stored is not None and (arm not in AGENT_OPTIONS or stored["code"] == stamp):
+                    if stored is not None and (arm == "autogluon" or stored["code"] == stamp):
                         continue
-                    record = run_once(name, budget, arm, seed, root, kb_home, stamp)
+                    run_budget = None
+                    if arm in HALF_ARMS:
+                        run_budget = half_budget(load_runs(runs_file).get(run_key(name, budget, REFERENCE, seed)))
+                        if run_budget is None:
+                            click.echo(f"{key}: no scored {REFERENCE} run of this table, budget and seed to halve; "
+                                       f"run the {REFERENCE} arm first (--arms {REFERENCE},{arm})", err=True)
+                            continue
+                    record = run_once(name, budget, arm, seed, root, kb_home, stamp, run_budget)
                     runs = load_runs(runs_file)
                     runs[key] = record
                     runs_file.parent.mkdir(parents=True, exist_ok=True)
