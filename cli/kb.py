@@ -176,9 +176,12 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], bundled: bool, as_json: b
     else:
         for failure in data["failures"]:
             err.print(f"[red]failed[/] {failure['source']}: {failure['error']}", highlight=False)
+        for passed in data["unsupported_files"]:
+            err.print(f"[dim]passed over {passed['source']}: {passed['reason']}[/]", highlight=False)
         out.print(
             f"{count(data['files'], 'file')}: {data['added']} added, {data['updated']} updated, "
-            f"{data['unchanged']} unchanged, {data['failed']} failed; {count(data['tricks'], 'trick')} "
+            f"{data['unchanged']} unchanged, {data['unsupported']} passed over, {data['failed']} failed; "
+            f"{count(data['tricks'], 'trick')} "
             f"in {data['seconds']:.1f}s", highlight=False,
         )
         if data["compiled"] or data["unmapped"]:

@@ -23,6 +23,10 @@ class LoadError(Exception):
     """A file that cannot be ingested; the message is one line saying why and what to do."""
 
 
+class NotKnowledge(LoadError):
+    """A file ingest recognises and passes over: it holds no write-up, paper or trick (a label taxonomy, say)."""
+
+
 @dataclass(frozen=True)
 class SourceDocument:
     """One document to turn into tricks. A collection file (e.g. many paper summaries) yields several."""
@@ -217,6 +221,11 @@ def _from_json(source: str, data: Any) -> list[SourceDocument]:
         cards = [data]
     if isinstance(cards, list) and cards and all(isinstance(c, Mapping) and c.get("text") for c in cards):
         return [_card_document(source, cards)]
+    if isinstance(data, Mapping) and data and all(
+        isinstance(v, Mapping) and "description" in v and isinstance(v.get("category"), list) for v in data.values()
+    ):  # AutoMind's two-level labels, as ../shared/corpus/taxonomy holds them beside the write-ups
+        raise NotKnowledge(f"a label taxonomy ({len(data)} top-level labels with their categories), not write-ups, "
+                           "papers or tricks: passed over; casebook labels tricks with data/taxonomy.json")
     raise LoadError(
         "unrecognised JSON layout; expected paper summaries {key: {title, abs, ...}}, "
         "a full paper {meta_info, latex_extraction}, or trick cards [{text, labels, stage}]"

@@ -22,6 +22,7 @@ from ingest.llm_extract import Extraction, LLMExtractor
 from ingest.loaders import (
     DEFAULT_MAX_BYTES,
     LoadError,
+    NotKnowledge,
     SourceDocument,
     discover,
     file_sha256,
@@ -44,7 +45,8 @@ UNMAPPED_EXAMPLES = 5  # the ingest report's examples of tricks no recipe fits
 class FileOutcome:
     source: str
     # added | updated | unchanged (same sha256, not read again) | failed
-    # | unsupported (a type ingest does not read, e.g. an INDEX.tsv: passed over with its reason, not a failure)
+    # | unsupported (a type ingest does not read, e.g. an INDEX.tsv, or a file that holds no knowledge, e.g. a label
+    #   taxonomy: passed over with its reason, not a failure)
     status: str
     tricks: int = 0
     error: str | None = None
@@ -154,6 +156,10 @@ class Ingestor:
                     loaded = load_file(source, path, self.max_bytes)
                     item = _Pending(source, sha, self.kb.document(source) is not None, loaded.documents)
                     item.drafts = [self._drafts(doc) for doc in loaded.documents]
+                except NotKnowledge as reason:
+                    outcomes.append(FileOutcome(source, "unsupported", error=str(reason)))
+                    report()
+                    continue
                 except LoadError as failure:
                     self._fail(outcomes, source, None, str(failure))
                     report()

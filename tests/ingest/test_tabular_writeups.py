@@ -45,3 +45,21 @@ def test_header_lines_give_competition_and_place_and_the_index_is_passed_over(ma
         assert not any(t.text.startswith(("source:", "competition:", "place:")) for t in own), name
     for row in base.documents():
         assert json.loads(row["labels"])[0].startswith("General Machine Learning / "), row["source"]
+
+
+def test_the_corpus_label_taxonomy_is_passed_over_not_failed(make_kb, tmp_path):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    shutil.copy(need(CORPUS / "taxonomy" / "automind_labels.json"), folder / "automind_labels.json")
+    shutil.copy(need(TABULAR / "allstate-claims-severity-1st.md"), folder / "allstate-claims-severity-1st.md")
+
+    base = make_kb()
+    summary = ingest([str(folder)], base)
+
+    assert summary.ok, summary.to_dict()["failures"]
+    outcome = next(o for o in summary.outcomes if o.source.endswith("automind_labels.json"))
+    assert outcome.status == "unsupported" and outcome.error.startswith("a label taxonomy (")
+    assert "\n" not in outcome.error
+    assert base.document(str(folder / "automind_labels.json")) is None
+    assert not any(t.source.endswith("automind_labels.json") for t in base.export())
+    assert any(t.source.endswith("allstate-claims-severity-1st.md") for t in base.export())
