@@ -277,7 +277,7 @@ def markdown(runs: dict[str, dict], title: str = SECTION) -> str:
                          f"{f'{sum(v > 1 for v in to_none)} of {len(to_none)}' if arm != REFERENCE else '–'} | "
                          f"{fmt(mean(to_ag)) if arm != 'autogluon' else '–'} | "
                          f"{f'{sum(fast)} of {len(fast)}' if arm not in (REFERENCE, 'autogluon') else '–'} | "
-                         f"{f'{sum(fast_single)} of {len(fast_single)}' if fast_single else '–'} | "
+                         f"{f'{sum(fast_single)} of {len(fast_single)}' if arm not in (REFERENCE, 'autogluon') and fast_single else '–'} | "
                          f"{sum(within)} / {len(within)} |")
     return "\n".join(lines) + "\n"
 
