@@ -308,8 +308,9 @@ def main(kb_home: Path | None, tasks: str | None, budgets: str, arms: str, seeds
     if unknown:
         raise click.BadParameter(f"unknown {unknown}: tasks from {', '.join(TASKS)}; arms from "
                                  f"{', '.join(ARMS)}")
-    if kb_home is None and {"kb", "both", "both-half"} & set(chosen):
-        raise click.BadParameter("the kb, both and both-half arms need --kb-home HOME")
+    with_kb = [arm for arm in chosen if "--use-kb" in AGENT_OPTIONS.get(HALF_ARMS.get(arm, arm), ())]
+    if kb_home is None and with_kb:
+        raise click.BadParameter(f"the {', '.join(with_kb)} arms need --kb-home HOME")
     if "autogluon" in chosen and not PEER_PYTHON["autogluon"].exists():
         raise click.ClickException("no environment for autogluon: see bench/peers.py for the set-up")
     stamp = code_stamp(None)
