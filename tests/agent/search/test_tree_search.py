@@ -519,8 +519,10 @@ def test_use_kb_search_composes_and_names_retrieved_tricks(tmp_path, make_kb):
     journal = Journal.from_dict(run["journal"])
     drafts = journal.draft_nodes
     # the first draft is the reference (the first family at defaults), evaluated while the knowledge is read
-    assert len(drafts) == 3 and drafts[0].trick is None and "reference draft" in drafts[0].plan
-    assert [draft.candidate.trainer for draft in drafts] == ["linear", "lightgbm", "random_forest"]
+    # the three asked for, in order; a slow machine's stalled search may draft a family left after them (stall_share)
+    assert len(drafts) >= 3 and drafts[0].trick is None and "reference draft" in drafts[0].plan
+    assert [draft.candidate.trainer for draft in drafts[:3]] == ["linear", "lightgbm", "random_forest"]
+    assert all("after" in draft.plan and "without a new best" in draft.plan for draft in drafts[3:])
     forest = drafts[2]  # a random forest takes the sparse TF-IDF matrix; the plan names the trick and its origin
     assert "tfidf_text" in forest.trick.op and "tfidf_text" in [step.op for step in forest.candidate.steps]
     assert f"trick {forest.trick.id} '" in forest.plan and "data/knowledge/" in forest.plan
