@@ -97,8 +97,8 @@ def search_curve(run_dir: Path) -> dict:
 
 def half_budget(reference: dict | None) -> float | None:
     """Half the search seconds a reference run took to its final CV score (None without a scored reference)."""
-    target = final_cv(reference) if reference is not None else None
-    return None if target is None else round(reached(reference, target)[0] / 2, 1)
+    seconds = seconds_to_final(reference) if reference is not None else None
+    return None if seconds is None else round(seconds / 2, 1)
 
 
 def run_once(name: str, budget: float, arm: str, seed: int, root: Path, kb_home: Path | None, stamp: str,
@@ -145,6 +145,12 @@ def reached(run: dict, target: float) -> tuple[float, int] | None:
     return None
 
 
+def seconds_to_final(run: dict) -> float | None:
+    """The search seconds at which a run first verified its final CV score (None when it verified nothing)."""
+    target = final_cv(run)
+    return None if target is None else reached(run, target)[0]
+
+
 def final_cv(run: dict, single: bool = False) -> float | None:
     """The run's best CV score; with `single`, its best single model's (None from a record that did not keep which
     nodes combine others)."""
@@ -186,7 +192,7 @@ def half_reach(cells: Cells, task: str, budget: float, arm: str) -> list[tuple[f
         base = reference.get(run["seed"])
         target, mine = (final_cv(base) if base is not None else None), final_cv(run)
         if target is not None:
-            found.append((reached(base, target)[0], run["run_budget"], mine is not None and mine >= target - 1e-12))
+            found.append((seconds_to_final(base), run["run_budget"], mine is not None and mine >= target - 1e-12))
     return found
 
 
