@@ -127,10 +127,14 @@ class BudgetClock:
             return search_deadline
         return min(now + (search_deadline - now) / (1 + REFIT_SHARE), now + shares * self.settings.node_share * self.budget)
 
-    def run_deadline(self, search_deadline: float) -> float:
+    def run_deadline(self, search_deadline: float, first: bool = False) -> float:
         """When a node's CV must stop: its cap (node_deadline) with OVERRUN node shares, so that a CV whose folds
-        project it a little past the share finishes; never later than the cap's rule before `search_deadline`."""
-        return self.node_deadline(search_deadline, OVERRUN)
+        project it a little past the share finishes; never later than the cap's rule before `search_deadline`.
+        The `first` (no node is verified yet) may take whatever its search has left, by that rule: stopped at the
+        node share, it leaves the trivial baseline as the submission whenever less is left than another node needs
+        (two 15 s solves at once under a loaded test run: the reference stopped at its cap as the search's only
+        node, while its worker was still importing its libraries)."""
+        return self.node_deadline(search_deadline, math.inf if first else OVERRUN)
 
     def full_rows_deadline(self, search_deadline: float, explored: Evidence, full_rows: int) -> float:
         """When a node promoted from the exploration sample must stop its CV on every row: it may take two node

@@ -58,7 +58,8 @@ class Exploring:
         spec, its evidence (the sample's unless its exploration says it was promoted: a node not promoted, or over
         time on every row, keeps its score on the sample) and its exploration."""
         evaluator, clock, table = self.evaluator, self.clock, self.table
-        spec, explored = evaluator.evaluate_candidate(candidate, self.dataset, clock.run_deadline(search_deadline))
+        first = not journal.any_verified  # it may take what the search has left (BudgetClock.run_deadline)
+        spec, explored = evaluator.evaluate_candidate(candidate, self.dataset, clock.run_deadline(search_deadline, first))
         verdict = self.verifier.verify(explored, self.baseline, table.metric_info)
         metric = explored.metric_value if math.isfinite(explored.metric_value) else None
         exploration = Exploration(self.rows, metric, verdict.score, explored.elapsed, False,

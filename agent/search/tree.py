@@ -363,8 +363,9 @@ class TreeSearch:
 
         def evaluate() -> Evaluated:
             if explore is None:
-                spec, evidence = evaluator.evaluate_candidate(sized, dataset, self.clock.run_deadline(search_deadline),
-                                                              predict_test=True, gate=gate, keep_above=keep_above)
+                deadline = self.clock.run_deadline(search_deadline, first=not self.journal.any_verified)
+                spec, evidence = evaluator.evaluate_candidate(sized, dataset, deadline, predict_test=True, gate=gate,
+                                                              keep_above=keep_above)
                 exploration, scored_on = None, FULL
             else:  # promotion compares it with the journal as it stands when its sample CV is done
                 spec, evidence, exploration = explore.evaluate(sized, self.journal, search_deadline)

@@ -24,6 +24,7 @@ from agent.execution.executors import LocalExecutor
 from agent.knowledge.proposer import BLEND_OPS
 from agent.search.blending import BLEND_CANDIDATES, blend_candidates
 from agent.search.builtin import BuiltinTreeProposer
+from agent.search.clock import OVERRUN
 from agent.search.journal import BUGGY, DEAD, DEBUG, DRAFT, IMPROVE, OVER_TIME, PENDING, VALID, Journal, Node
 from agent.search.policy import SearchPolicy, since_progress
 from agent.search.protocols import Proposal, TreeProposer, WrappingProposer
@@ -430,11 +431,17 @@ def test_same_seed_same_tree(attrition):
 
 
 class SlowLinear(LogisticRegression):
-    """A logistic regression that takes two seconds longer to fit: a node that keeps its worker busy."""
+    """A logistic regression that takes `delay` seconds longer to fit: a node that keeps its worker busy."""
+
+    delay = 2.0
 
     def fit(self, X, y, sample_weight=None):
-        time.sleep(2.0)
+        time.sleep(self.delay)
         return super().fit(X, y, sample_weight)
+
+
+class SlowerLinear(SlowLinear):
+    delay = 3.5
 
 
 class _SlowSecondDraft(BuiltinTreeProposer):
@@ -461,6 +468,29 @@ def test_a_slow_node_holds_no_worker_idle_unless_in_order(attrition, in_order):
     else:  # the other worker went on with the next proposals, appended as each came back, before the slow one
         assert len(beside) >= 3 and sum(node.id < slow.id for node in beside) >= 2, [
             (node.id, node.started, node.elapsed) for node in journal]
+
+
+class _SlowFirstDraft(BuiltinTreeProposer):
+    """The built-in drafts after a slower linear model."""
+
+    def draft(self, profile, journal, rng):
+        if not journal.draft_nodes:
+            return Proposal(SolutionCandidate("slower_linear", {}, "", LINEAR_STEPS), "draft: a slower linear model")
+        return super().draft(profile, journal, rng)
+
+
+def test_the_first_node_may_take_what_the_search_has_left_rather_than_the_node_share(attrition):
+    # Three folds of 3.5 s and more: past the 7.2 s a node of a 24 s budget may run (1.2 node shares of 6 s), which
+    # stopped it as the search's only node; with nothing verified it runs on, and the submission is a model.
+    _, profile, dataset = attrition
+    settings = SolveSettings(SearchSettings(num_drafts=2, steps=2, time_budget=24), cv=3)
+    search = tree_search(_SlowFirstDraft(), profile, dataset, settings,
+                         trainers={"slower_linear": trainer_of(SlowerLinear)})
+    result = search.run()
+    first = result.journal[0]
+    assert first.candidate.trainer == "slower_linear" and first.valid, first.evidence.error
+    assert first.elapsed > OVERRUN * settings.search.node_share * 24
+    assert result.final_fit is not None
 
 
 def test_agent_solve_runs_the_tree_search_within_its_budget(tmp_path):
