@@ -78,6 +78,8 @@ class AttemptRecord:
             "notes": list(self.verdict.notes), "leaks": list(inspection.leaks),
             "ignored_columns": list(inspection.ignored_columns), "started": round(self.started, 3),
             "seconds": round(self.evidence.elapsed, 3), "improved": self.improved, "error": self.evidence.error,
+            "fit_seconds": [round(value, 3) for value in self.evidence.fit_seconds],
+            "overhead_seconds": round(self.evidence.overhead_seconds, 3),
         }
 
 

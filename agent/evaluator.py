@@ -208,14 +208,15 @@ class Evaluator:
         if not outcome.ok:
             return Evidence(outcome.status, error=outcome.error, ignored_files=dataset.ignored_files,
                             elapsed=outcome.elapsed, rows=rows)
-        values, predictions, test_prediction, rounds, seconds, inspected, projected, kept = outcome.value
+        values, predictions, test_prediction, rounds, seconds, inspected, projected, kept, job_seconds = outcome.value
+        overhead = max(outcome.elapsed - job_seconds, 0.0)
         if projected:
             return Evidence(OVER_TIME, fold_values=tuple(values),
                             error=f"over time: stopped after {len(values)} of {spec.validation.n_splits} folds "
                                   f"({outcome.elapsed:.1f} s), which project about {projected:.1f} s for all, over "
                                   f"its time cap of {max(time_limit, 0.0):.1f} s", ignored_files=dataset.ignored_files,
-                            elapsed=outcome.elapsed, rows=rows, folds=spec.validation.n_splits,
-                            projected_seconds=projected)
+                            elapsed=outcome.elapsed, rows=rows, fit_seconds=tuple(seconds),
+                            folds=spec.validation.n_splits, projected_seconds=projected, overhead_seconds=overhead)
         if inspection is None:
             inspection = inspected
             if key is not None and len(self._inspections) < INSPECTIONS_KEPT:
@@ -224,7 +225,7 @@ class Evaluator:
         return Evidence("ok", mean, tuple(values), inspection=inspection, ignored_files=dataset.ignored_files,
                         elapsed=outcome.elapsed, predictions=predictions, test_prediction=test_prediction, rows=rows,
                         fit_seconds=tuple(seconds), stopped_rounds=rounds, folds=spec.validation.n_splits,
-                        fold_models=models.key if kept else "")
+                        fold_models=models.key if kept else "", overhead_seconds=overhead)
 
     def _keeps_models_of(self, spec: SolutionSpec) -> bool:
         """May a CV of `spec` keep its fold models: on this machine, every model of it of KEPT_FAMILIES."""
@@ -302,7 +303,7 @@ def _evaluation_job(spec, dataset, trainers, step_ops, random_state, predict_tes
     the leakage and data-usage inspection unless an earlier node with the same preprocessing had it (None); for
     a CV its folds showed cannot finish within `time_limit` (stopped there, not inspected), its projected seconds
     (0 otherwise); and whether its fold models were saved to `models`: when its CV ran every fold and scored at
-    least `keep_above` on the mean."""
+    least `keep_above` on the mean; and its own seconds, the rest of what the caller waited being its fixed cost."""
     started = time.perf_counter()
     pipeline = compile_spec(spec, dataset.compile_context(random_state), trainers, step_ops)
     pace = Pace(time_limit - (time.perf_counter() - started))
@@ -315,7 +316,7 @@ def _evaluation_job(spec, dataset, trainers, step_ops, random_state, predict_tes
     inspection = (inspect_candidate(spec, dataset, trainers, step_ops, random_state)
                   if inspect and not pace.projected else None)
     return (values, fitted.predictions, fitted.test_prediction, fitted.stopped_rounds, fitted.fit_seconds, inspection,
-            pace.projected, kept)
+            pace.projected, kept, time.perf_counter() - started)
 
 
 def _fold_models_job(spec, dataset, trainers, step_ops, random_state):

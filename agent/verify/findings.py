@@ -125,6 +125,9 @@ class Evidence:
     projected_seconds: float = 0.0
     # Where the evaluator kept the CV's fold models (Evaluator.kept_fold_models reads them); "": not kept.
     fold_models: str = ""
+    # The seconds of `elapsed` spent outside the job itself: the candidate's process started, the data sent to it and
+    # its results sent back (0: not measured). A node's fixed cost, apart from its folds' fits.
+    overhead_seconds: float = 0.0
 
     @property
     def stopped_early(self) -> bool:

