@@ -74,6 +74,13 @@ def _fail(error: Exception) -> None:
 def main(ctx: click.Context, home: Path, chroma_url: str | None) -> None:
     """casebook's ML engineering agent."""
     ctx.ensure_object(dict).update(home=home, chroma_url=chroma_url)
+    if ctx.invoked_subcommand == "solve" and "process_started" in ctx.obj and not {"-h", "--help"} & set(sys.argv):
+        # In its own process, the candidates' worker imports the modelling libraries while this one parses the
+        # options, imports the agent and reads the task: started from solve_task, the first node waited for it. (The
+        # group runs before the options are parsed, so a help request is read from argv.)
+        from agent.execution import sandbox
+
+        sandbox.warm_up()
 
 
 def run() -> None:

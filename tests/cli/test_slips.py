@@ -123,3 +123,22 @@ def test_curriculum_prints_task_names_whole_in_a_pipe(tmp_path):
     result = CliRunner().invoke(agent, ["--home", str(tmp_path / "home"), "curriculum", str(tmp_path / "tasks")])
     assert result.exit_code == 0, result.output
     assert any(name in line for line in result.output.splitlines()), result.output
+
+
+@pytest.mark.parametrize(("argv", "starts"), [(["solve", "TASK"], True), (["solve", "TASK", "--help"], False)])
+def test_solve_starts_the_candidates_worker_before_reading_the_task(tmp_path, argv, starts):
+    """The worker's imports (a few seconds) overlap the solve's own; the first node waited for them when the worker
+    was started only once the task was read. Here the task cannot be read, and the worker has started all the same;
+    a help request starts none."""
+    argv = [str(tmp_path) if arg == "TASK" else arg for arg in argv]
+    code = ("import sys, threading, time\nfrom cli.agent import main\n"
+            f"sys.argv = ['agent', *{argv!r}]\n"
+            f"try:\n    main({argv!r}, obj={{'process_started': time.monotonic()}})\nexcept SystemExit:\n    pass\n"
+            "for thread in threading.enumerate():\n"
+            "    if thread.name == 'casebook-warm-up':\n        thread.join()\n"
+            "from agent.execution import sandbox\n"
+            "print(sandbox._server is not None and sandbox._server.alive())")
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert completed.stdout.strip().splitlines()[-1] == str(starts), completed.stderr
+    if starts:
+        assert "error:" in completed.stderr and "train.csv" in completed.stderr
