@@ -186,8 +186,10 @@ def tree_rss_mb(root_pid: int) -> float:
     return sum(rss.get(pid, 0) for pid in tree) / 2**20
 
 
-# `agent solve` from the code on PYTHONPATH (a snapshot or a worktree), not the installed entry point
-AGENT_MAIN = [sys.executable, "-c", "import sys; sys.argv[0] = 'agent'; from cli.agent import main; sys.exit(main())"]
+# `agent solve` from the code on PYTHONPATH (a snapshot or a worktree), not the installed entry point, but called as
+# that entry point is (cli.agent.run: the budget runs from the process's start); code older than run() has only main.
+AGENT_MAIN = [sys.executable, "-c", "import sys; sys.argv[0] = 'agent'; import cli.agent as agent; "
+                                    "sys.exit(getattr(agent, 'run', agent.main)())"]
 
 
 def run_agent(code: Path, task_dir: Path, out: Path, budget: float, home: Path, log: Path,
