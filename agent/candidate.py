@@ -80,6 +80,9 @@ class AttemptRecord:
             "seconds": round(self.evidence.elapsed, 3), "improved": self.improved, "error": self.evidence.error,
             "fit_seconds": [round(value, 3) for value in self.evidence.fit_seconds],
             "overhead_seconds": round(self.evidence.overhead_seconds, 3),
+            # the trees early stopping kept (the folds' mean) and those its first fold was told to expect, by path
+            "kept_trees": {path: round(value, 1) for path, value in self.evidence.stopped_rounds.items()},
+            "expected_trees": {path: round(value, 1) for path, value in self.evidence.expected_trees.items()},
         }
 
 

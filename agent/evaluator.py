@@ -169,7 +169,8 @@ class Evaluator:
 
     def evaluate_candidate(self, candidate: SolutionCandidate, dataset: Dataset, deadline: float, *,
                            predict_test: bool = False, gate: FoldGate | None = None,
-                           keep_above: float | None = None) -> tuple[SolutionSpec, Evidence]:
+                           keep_above: float | None = None,
+                           expected_trees: Mapping[str, float] | None = None) -> tuple[SolutionSpec, Evidence]:
         """The candidate's spec and its evidence (see evaluate); a candidate that cannot be built is error
         evidence."""
         try:
@@ -180,14 +181,16 @@ class Evaluator:
             return spec, Evidence("error", error=f"SpecError: {error}", ignored_files=dataset.ignored_files,
                                   rows=len(dataset.y))
         return spec, self.evaluate(spec, dataset, deadline, predict_test=predict_test, gate=gate,
-                                   keep_above=keep_above)
+                                   keep_above=keep_above, expected_trees=expected_trees)
 
     def evaluate(self, spec: SolutionSpec, dataset: Dataset, deadline: float = math.inf, *,
-                 predict_test: bool = False, gate: FoldGate | None = None, keep_above: float | None = None) -> Evidence:
+                 predict_test: bool = False, gate: FoldGate | None = None, keep_above: float | None = None,
+                 expected_trees: Mapping[str, float] | None = None) -> Evidence:
         """Sandboxed CV and inspection of one spec, stopped at `deadline` (a time.monotonic() value); with
         `predict_test`, the fold models' averaged test-set predictions too; with `gate`, scored fold by fold and
         stopped once it cannot beat the gate's bar (Evidence.stopped_early); with `keep_above`, its fold models kept
-        (_keeps_models_of) when its CV, run on every fold, scores at least that on the mean (greater is better)."""
+        (_keeps_models_of) when its CV, run on every fold, scores at least that on the mean (greater is better); with
+        `expected_trees`, its first fold's early stopping knows the trees it should keep (fit.cross_fit)."""
         time_limit = min(self.candidate_time_limit, deadline - time.monotonic())
         key = self._preprocessing_key(spec, dataset)
         inspection = self._inspections.get(key) if key is not None else None
@@ -196,7 +199,8 @@ class Evaluator:
                   if keep_above is not None and self._keeps_models_of(spec) else None)
         outcome = self.executor.run(_evaluation_job, spec, self.executor.share(dataset), self._trainers_for(spec),
                                     self.step_ops, self.random_state, predict_test, store, inspection is None, gate,
-                                    time_limit, models, keep_above, limits=Limits(time_limit, self.memory_limit))
+                                    time_limit, models, keep_above, dict(expected_trees or {}),
+                                    limits=Limits(time_limit, self.memory_limit))
         for cache in (self.fold_cache, self.model_cache):
             if cache is not None:
                 cache.prune()
@@ -225,7 +229,8 @@ class Evaluator:
         return Evidence("ok", mean, tuple(values), inspection=inspection, ignored_files=dataset.ignored_files,
                         elapsed=outcome.elapsed, predictions=predictions, test_prediction=test_prediction, rows=rows,
                         fit_seconds=tuple(seconds), stopped_rounds=rounds, folds=spec.validation.n_splits,
-                        fold_models=models.key if kept else "", overhead_seconds=overhead)
+                        fold_models=models.key if kept else "", overhead_seconds=overhead,
+                        expected_trees=dict(expected_trees or {}))
 
     def _keeps_models_of(self, spec: SolutionSpec) -> bool:
         """May a CV of `spec` keep its fold models: on this machine, every model of it of KEPT_FAMILIES."""
@@ -297,18 +302,20 @@ class Evaluator:
 
 def _evaluation_job(spec, dataset, trainers, step_ops, random_state, predict_test, store: FoldStore | None,
                     inspect: bool, gate: FoldGate | None, time_limit: float, models: ModelStore | None,
-                    keep_above: float | None):
+                    keep_above: float | None, expected_trees: Mapping[str, float]):
     """In the candidate's process: CV scores, out-of-fold (and averaged test) predictions, the trees early stopping
     kept and each fold's fit seconds (each fold's preprocessing from `store` when an earlier node fitted it), then
     the leakage and data-usage inspection unless an earlier node with the same preprocessing had it (None); for
     a CV its folds showed cannot finish within `time_limit` (stopped there, not inspected), its projected seconds
     (0 otherwise); and whether its fold models were saved to `models`: when its CV ran every fold and scored at
-    least `keep_above` on the mean; and its own seconds, the rest of what the caller waited being its fixed cost."""
+    least `keep_above` on the mean; and its own seconds, the rest of what the caller waited being its fixed cost.
+    `expected_trees`: what its first fold's early stopping starts from (fit.cross_fit)."""
     started = time.perf_counter()
     pipeline = compile_spec(spec, dataset.compile_context(random_state), trainers, step_ops)
     pace = Pace(time_limit - (time.perf_counter() - started))
     fitted = cross_fit(pipeline, dataset, spec, predict_test=predict_test and dataset.X_test is not None,
-                       keep_models=models is not None, preprocessed=store, gate=gate, pace=pace)
+                       keep_models=models is not None, preprocessed=store, gate=gate, pace=pace,
+                       expected_trees=expected_trees)
     values = fold_values(fitted, dataset)
     kept = (models is not None and fitted.complete
             and oriented(float(np.mean(values)), dataset.metric_info) >= keep_above and models.save(fitted.models))

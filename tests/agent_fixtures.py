@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,9 @@ from agent.engine.steps import StepOp
 from agent.engine.trainers import Trainer
 from agent.evaluator import Evaluator
 from agent.execution.executors import Executor
-from agent.search.protocols import TreeProposer
+from agent.search.builtin import BuiltinTreeProposer
+from agent.search.journal import candidate_key
+from agent.search.protocols import Proposal, TreeProposer
 from agent.search.tree import TreeSearch
 from agent.settings import SolveSettings
 from bench.tasks import RDATASETS_TASKS, BuiltTask, write_task_folder
@@ -190,3 +194,17 @@ class ScaleBeforeSplit:
 
 
 LEAKY_STEPS = {step.name: step for step in (ScaleWithTestSet(), GlobalTargetEncoding(), ScaleBeforeSplit())}
+
+
+class FixedChangeProposer(BuiltinTreeProposer):
+    """Built-in drafts; every improvement sets the same parameters (`change`, `why` in words), once per node."""
+
+    def __init__(self, change: Mapping[str, Any], why: str, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.change, self.why = dict(change), why
+
+    def improve(self, node, profile, journal, rng: random.Random):
+        change = replace(node.candidate, params={**node.candidate.params, **self.change})
+        if journal.has(candidate_key(change, self.trainers), self.trainers):
+            return None
+        return Proposal(change, f"improve node {node.id}: {self.why}")

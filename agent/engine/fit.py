@@ -79,12 +79,14 @@ def cross_validate_predictions(pipeline: Pipeline, dataset: Dataset, spec: Solut
 
 def cross_fit(pipeline: Pipeline, dataset: Dataset, spec: SolutionSpec, *, predict_test: bool = False,
               keep_models: bool = False, preprocessed: FoldStore | None = None,
-              gate: FoldGate | None = None, pace: Pace | None = None) -> runtime.CrossFit:
+              gate: FoldGate | None = None, pace: Pace | None = None,
+              expected_trees: Mapping[str, float] | None = None) -> runtime.CrossFit:
     """The pipeline cross-fitted on the spec's folds (runtime.cross_fit: GBDTs stop early on each validation fold);
     with `predict_test`, the fold models' averaged test-set predictions too; with `keep_models`, the fold models;
     with `preprocessed`, each fold's fitted preprocessing read from (or saved to) a fold cache; with `pace`, stopped
     after the first fold from which its whole CV cannot finish within the pace's seconds (checked first); with
-    `gate`, stopped after the first fold on which it can no longer beat the gate's bar."""
+    `gate`, stopped after the first fold on which it can no longer beat the gate's bar; with `expected_trees`, its
+    first fold's early stopping waits as if that many trees were kept before it (runtime.cross_fit)."""
     watchers = []
     if pace is not None:
         watchers.append(pace.watch(spec.validation.n_splits))
@@ -95,7 +97,7 @@ def cross_fit(pipeline: Pipeline, dataset: Dataset, spec: SolutionSpec, *, predi
         classification=dataset.classification, n_splits=spec.validation.n_splits, seed=spec.validation.seed,
         X_test=dataset.X_test if predict_test else None, keep_models=keep_models, preprocessed=preprocessed,
         keep_going=(lambda fold, rows, prediction: all(watch(fold, rows, prediction) for watch in watchers))
-        if watchers else None,
+        if watchers else None, expected_trees=expected_trees,
     )
 
 

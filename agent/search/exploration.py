@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from agent.candidate import SolutionCandidate
@@ -52,14 +53,16 @@ class Exploring:
     def full_rows(self) -> int:
         return len(self.table.y)
 
-    def evaluate(self, candidate: SolutionCandidate, journal: Journal,
-                 search_deadline: float) -> tuple[SolutionSpec, Evidence, Exploration]:
-        """The candidate cross-validated on the sample, then on every row when it is promising (`promotion`): its
-        spec, its evidence (the sample's unless its exploration says it was promoted: a node not promoted, or over
-        time on every row, keeps its score on the sample) and its exploration."""
+    def evaluate(self, candidate: SolutionCandidate, journal: Journal, search_deadline: float,
+                 expected_trees: Mapping[str, float] | None = None) -> tuple[SolutionSpec, Evidence, Exploration]:
+        """The candidate cross-validated on the sample (its first fold told `expected_trees`, from a parent's CV on
+        the sample: fit_time.expected_trees), then on every row when it is promising (`promotion`): its spec, its
+        evidence (the sample's unless its exploration says it was promoted: a node not promoted, or over time on
+        every row, keeps its score on the sample) and its exploration."""
         evaluator, clock, table = self.evaluator, self.clock, self.table
         first = not journal.any_verified  # it may take what the search has left (BudgetClock.run_deadline)
-        spec, explored = evaluator.evaluate_candidate(candidate, self.dataset, clock.run_deadline(search_deadline, first))
+        spec, explored = evaluator.evaluate_candidate(candidate, self.dataset, clock.run_deadline(search_deadline, first),
+                                                      expected_trees=expected_trees)
         verdict = self.verifier.verify(explored, self.baseline, table.metric_info)
         metric = explored.metric_value if math.isfinite(explored.metric_value) else None
         exploration = Exploration(self.rows, metric, verdict.score, explored.elapsed, False,

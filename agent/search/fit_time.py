@@ -51,6 +51,10 @@ FIXED_ROUNDS = 65.0
 # powers fitted by bench/tree_size.py on 7 development and pool tables, binary, numeric and multiclass (each within a
 # factor of 2.9 of what was measured; a multiclass CatBoost's own power is 3.3, a binary or numeric one's 2.5).
 TREE_LEVEL_POWER = {"catboost": 2.97, "xgboost": 1.22, "lightgbm": 2.30, "hist_gradient_boosting": 2.28}
+# A change's first fold waits the patience of its parent's trees (scaled by the learning rates) times this: shallower
+# or more regularised CatBoost changes kept up to 1.8 times them, and a first fold told the trees themselves stopped
+# on a plateau once (diamonds, a stronger L2: 0.59% worse RMSLE), bench/first_fold_patience.py on 5 development tables.
+CHANGE_TREES_MARGIN = 2.0
 # The fastest a draft too slow for its cap may learn: XGBoost's own default rate (a ceiling chosen, not measured: past
 # it a GBDT takes few, large steps).
 MAX_DRAFT_RATE = 0.3
@@ -324,6 +328,23 @@ class Sized:
     note: str = ""
 
 
+def expected_trees(parent: Node, candidate: SolutionCandidate, rows: int) -> dict[str, float] | None:
+    """The most trees each early-stopping model of a change of `parent` should keep (by path, as
+    Evidence.stopped_rounds): the parent's on the same `rows`, scaled by the learning rates (`_Pace.child_kept`), times
+    CHANGE_TREES_MARGIN. What its first fold's patience follows (runtime.cross_fit's expected_trees), for a family
+    whose patience follows its earlier folds (CatBoost; XGBoost and LightGBM adapt within each fit). Without it that
+    fold waited its full patience, 300 rounds: on a 12.9k-row multiclass table CatBoost's first folds took twice its
+    later folds'. None when the parent says nothing of it (another family, loss or rows, or no early stopping)."""
+    if (trainer_facts(candidate.trainer).adaptive_patience != FROM_EARLIER_FOLDS
+            or candidate.params.get("early_stopping_rounds") is None):
+        return None
+    pace = _Pace.of(parent, candidate, rows)
+    if pace is None or pace.child_kept(candidate) is None:
+        return None
+    scale = CHANGE_TREES_MARGIN * pace.rate / _rate(candidate)
+    return {path: kept * scale for path, kept in parent.evidence.stopped_rounds.items()}
+
+
 def change_seconds(parent: Node, candidate: SolutionCandidate, rows: int) -> float | None:
     """The seconds a change of `parent` should take on `rows` rows, from the parent's own CV on those rows: scaled by
     the seed bag and by the trees or boosting rounds it should train. A GBDT that stops early keeps about as many
@@ -449,10 +470,13 @@ class _Pace:
             seconds *= evidence.folds / len(evidence.fold_values)
         rounds = evidence.stopped_rounds
         kept = sum(rounds.values()) / len(rounds) if rounds and trainer_facts(candidate.trainer).rounds_param else None
-        folds = evidence.folds or 5
-        stopping = FoldStopping(patience_adapts(rows / folds), folds)  # each fold's validation rows
-        return cls(seconds, seed_bag(parent.candidate), _trained(parent.candidate, kept, stopping), kept,
-                   _rate(parent.candidate), stopping, _loss(parent.candidate), tree_levels(parent.candidate))
+        folds, adaptive = evidence.folds or 5, patience_adapts(rows / (evidence.folds or 5))  # a fold's validation rows
+        # The parent's first fold waited its full patience unless it was told the trees to expect; a change's is told
+        # (`expected_trees`) whenever its kept trees can be told.
+        trained = _trained(parent.candidate, kept, FoldStopping(adaptive, folds, bool(evidence.expected_trees)))
+        return cls(seconds, seed_bag(parent.candidate), trained, kept, _rate(parent.candidate),
+                   FoldStopping(adaptive, folds, first_fold_knows=True), _loss(parent.candidate),
+                   tree_levels(parent.candidate))
 
     def child_kept(self, candidate: SolutionCandidate) -> float | None:
         """The trees a change should keep: the parent's, scaled by their learning rates; None (its rounds cap) under
@@ -517,16 +541,22 @@ class FoldStopping:
 
     adaptive: bool
     folds: int
+    first_fold_knows: bool = False  # whether the first fold is told the trees to expect (`expected_trees`)
 
     def patience(self, candidate: SolutionCandidate, kept: float) -> float:
         """Rounds a GBDT that stops early trains past the `kept` trees on a fold, as runtime.EarlyStopped waits:
-        adaptively in each fit, or from the earlier folds on all but the first (on the mean over the folds)."""
+        adaptively in each fit, or from the earlier folds on all but the first, which waits the fixed patience or,
+        told the trees to expect, theirs with CHANGE_TREES_MARGIN (on the mean over the folds)."""
         rounds = int(candidate.params["early_stopping_rounds"])
         kind = trainer_facts(candidate.trainer).adaptive_patience
         if not self.adaptive or kind is None:
             return rounds
-        waited = patience(round(kept), rounds, float(candidate.params.get("patience_rate", PATIENCE_RATE)))
-        return (rounds + (self.folds - 1) * waited) / self.folds if kind == FROM_EARLIER_FOLDS else waited
+        rate = float(candidate.params.get("patience_rate", PATIENCE_RATE))
+        waited = patience(round(kept), rounds, rate)
+        if kind != FROM_EARLIER_FOLDS:
+            return waited
+        first = patience(round(CHANGE_TREES_MARGIN * kept), rounds, rate) if self.first_fold_knows else rounds
+        return (first + (self.folds - 1) * waited) / self.folds
 
 
 def tree_levels(candidate: SolutionCandidate) -> float | None:

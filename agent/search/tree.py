@@ -46,6 +46,7 @@ from agent.search.fit_time import (
     TableShape,
     change_factor,
     change_seconds,
+    expected_trees,
     seed_bag,
     size_change,
     size_draft,
@@ -341,9 +342,9 @@ class TreeSearch:
 
     def _job(self, drawn: Drawn, draw: int, search_deadline: float) -> Callable[[], Evaluated]:
         """The evaluation of a proposal, settled here from the journal as it stands (its size, its fold gate, the
-        rows it is explored on) and run on a worker's thread: cross-validated within its time cap on every row, or
-        on a large table first on the exploration sample, then on every row only when it is promising; a script is
-        run and scored apart."""
+        rows it is explored on, the trees an improvement should keep) and run on a worker's thread: cross-validated
+        within its time cap on every row, or on a large table first on the exploration sample, then on every row
+        only when it is promising; a script is run and scored apart."""
         evaluator, proposal, dataset = self.evaluator, drawn.proposal, self.dataset
         if proposal.script is not None:
             if self.script_dir is None:
@@ -360,15 +361,17 @@ class TreeSearch:
         proposed = candidate if sized is not candidate else None
         explore, gate = self.explore, self._gate(drawn.action)
         keep_above = keep_bar(self.journal, sized.trainer)
+        rows = explore.rows if explore is not None else len(dataset.y)
+        trees = expected_trees(drawn.parent, sized, rows) if drawn.action == IMPROVE and drawn.parent else None
 
         def evaluate() -> Evaluated:
             if explore is None:
                 deadline = self.clock.run_deadline(search_deadline, first=not self.journal.any_verified)
                 spec, evidence = evaluator.evaluate_candidate(sized, dataset, deadline, predict_test=True, gate=gate,
-                                                              keep_above=keep_above)
+                                                              keep_above=keep_above, expected_trees=trees)
                 exploration, scored_on = None, FULL
             else:  # promotion compares it with the journal as it stands when its sample CV is done
-                spec, evidence, exploration = explore.evaluate(sized, self.journal, search_deadline)
+                spec, evidence, exploration = explore.evaluate(sized, self.journal, search_deadline, trees)
                 scored_on = FULL if exploration.promoted else SAMPLE
             return Evaluated(drawn.action, drawn.parent, sized, proposal.trick, spec, evidence,
                              evaluator.pipeline_code(spec, dataset), scored_on, exploration, proposed=proposed)

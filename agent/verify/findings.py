@@ -128,6 +128,9 @@ class Evidence:
     # The seconds of `elapsed` spent outside the job itself: the candidate's process started, the data sent to it and
     # its results sent back (0: not measured). A node's fixed cost, apart from its folds' fits.
     overhead_seconds: float = 0.0
+    # The trees its first fold's early stopping was told to expect, by path (a change of a measured parent:
+    # runtime.cross_fit's expected_trees); empty: that fold waited its full patience.
+    expected_trees: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def stopped_early(self) -> bool:

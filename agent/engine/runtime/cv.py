@@ -48,7 +48,7 @@ class CrossFit:
 
 
 def cross_fit(model, X, y, *, needs_proba, classification, n_splits, seed, X_test=None, keep_models=False,
-              preprocessed=None, keep_going=None):
+              preprocessed=None, keep_going=None, expected_trees=None):
     """Every row predicted by a clone of `model` fitted on the other folds (early-stopping models stop on the fold
     being predicted); with `X_test`, the fold models' test predictions averaged: class probabilities averaged (then
     the most probable class when the metric scores labels; none for a classifier without probabilities); with
@@ -57,8 +57,12 @@ def cross_fit(model, X, y, *, needs_proba, classification, n_splits, seed, X_tes
     not: a node that changes only the model does not fit its features again (the same values either way). With
     `keep_going(fold, valid_rows, prediction) -> bool`, asked after every fold but the last, a False stops the CV
     there: the rows of the folds not scored keep a prediction of 0. Each early-stopping model's later folds know the
-    most trees its earlier folds kept (EarlyStopped.earlier_best: CatBoost's patience follows it)."""
+    most trees its earlier folds kept (EarlyStopped.earlier_best: CatBoost's patience follows it); with
+    `expected_trees` (by path, as CrossFit.stopped_rounds), the first fold knows the trees it should keep likewise
+    (a change of a model whose own CV kept them)."""
     model = clone(model)  # the earlier folds' trees are set on this copy, never on the caller's model
+    if expected_trees:
+        _set_stoppers(model, earlier_best={path: max(round(value), 1) for path, value in expected_trees.items()})
     n_classes = int(np.max(y)) + 1 if classification else None
     folds = make_folds(y, classification=classification, n_splits=n_splits, seed=seed)
     predictions, test_total, rounds, seconds, models = None, None, {}, [], []

@@ -153,7 +153,8 @@ class EarlyStopped(Wrapper):
     adapt it within each fit, from the best round so far. CatBoost would need a Python callback for that, and it
     hands a callback its whole metric history every round (a fit took twice as long): it waits a fixed number of
     rounds, the adaptive patience of `earlier_best` (the most trees the same model kept on the CV's earlier folds,
-    set by cv.cross_fit), or `rounds` on a first fold. Histogram GBDT waits `rounds`. CatBoost is handed its
+    set by cv.cross_fit), or on a first fold `rounds` unless the CV was told the trees to expect (cv.cross_fit's
+    expected_trees). Histogram GBDT waits `rounds`. CatBoost is handed its
     categorical columns by name (catboost_frame); LightGBM and histogram GBDT split on pandas categories natively."""
 
     def __init__(self, estimator=None, rounds=100, patience_rate=PATIENCE_RATE, validation_fraction=0.1,

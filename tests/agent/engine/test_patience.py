@@ -1,6 +1,7 @@
 """Adaptive early-stopping patience (runtime.EarlyStopped), on a real table: an XGBoost or LightGBM model whose best
 round comes early stops sooner than the fixed patience would let it, keeps the same trees and predicts the same;
-CatBoost waits the fixed patience on a CV's first fold, and the adaptive patience of its earlier folds' trees after."""
+CatBoost waits the fixed patience on a CV's first fold (unless told the trees to expect), and the adaptive patience of
+its earlier folds' trees after."""
 
 from __future__ import annotations
 
@@ -79,6 +80,23 @@ def test_catboost_in_a_cv_waits_the_adaptive_patience_of_the_trees_its_earlier_f
         assert trained[fold] == kept[fold] + patience(max(kept[:fold]), FIXED)
         assert patience(max(kept[:fold]), FIXED) < FIXED / 2  # its best rounds come early: a far shorter wait
     assert model.earlier_best is None  # set on the CV's own copy, never on the model passed in
+
+
+def test_catboost_in_a_cv_told_the_trees_to_expect_waits_their_adaptive_patience_on_its_first_fold_too(credit_split):
+    """A change of a measured parent is told the trees it should keep (fit_time.expected_trees): its first fold then
+    waits as its later folds do, not the fixed patience, and keeps about the trees it would have kept."""
+    X_train, _, y_train, _ = credit_split
+    model = EarlyStopped(catboost.CatBoostClassifier(iterations=4000, learning_rate=0.1, random_seed=0,
+                                                     thread_count=1), rounds=FIXED)
+    kwargs = dict(needs_proba=True, classification=True, n_splits=3, seed=0, keep_models=True)
+    plain = cross_fit(model, X_train, y_train, **kwargs)
+    told = cross_fit(model, X_train, y_train, expected_trees=plain.stopped_rounds, **kwargs)
+    (expected,) = plain.stopped_rounds.values()
+    first = told.models[0]
+    assert _rounds_trained(first.estimator_) == first.best_rounds_ + patience(round(expected), FIXED)
+    assert _rounds_trained(first.estimator_) < _rounds_trained(plain.models[0].estimator_) - FIXED / 2
+    assert abs(first.best_rounds_ - plain.models[0].best_rounds_) <= patience(round(expected), FIXED)
+    assert model.earlier_best is None
 
 
 def test_a_fold_with_few_validation_rows_waits_the_fixed_patience(credit_split):

