@@ -192,6 +192,7 @@ class Evaluator:
         (_keeps_models_of) when its CV, run on every fold, scores at least that on the mean (greater is better); with
         `expected_trees`, its first fold's early stopping knows the trees it should keep (fit.cross_fit)."""
         time_limit = min(self.candidate_time_limit, deadline - time.monotonic())
+        told = dict(expected_trees or {})
         key = self._preprocessing_key(spec, dataset)
         inspection = self._inspections.get(key) if key is not None else None
         store = self.fold_cache.store(key) if key is not None and self.fold_cache is not None else None
@@ -199,7 +200,7 @@ class Evaluator:
                   if keep_above is not None and self._keeps_models_of(spec) else None)
         outcome = self.executor.run(_evaluation_job, spec, self.executor.share(dataset), self._trainers_for(spec),
                                     self.step_ops, self.random_state, predict_test, store, inspection is None, gate,
-                                    time_limit, models, keep_above, dict(expected_trees or {}),
+                                    time_limit, models, keep_above, told,
                                     limits=Limits(time_limit, self.memory_limit))
         for cache in (self.fold_cache, self.model_cache):
             if cache is not None:
@@ -230,7 +231,7 @@ class Evaluator:
                         elapsed=outcome.elapsed, predictions=predictions, test_prediction=test_prediction, rows=rows,
                         fit_seconds=tuple(seconds), stopped_rounds=rounds, folds=spec.validation.n_splits,
                         fold_models=models.key if kept else "", overhead_seconds=overhead,
-                        expected_trees=dict(expected_trees or {}))
+                        expected_trees=told)
 
     def _keeps_models_of(self, spec: SolutionSpec) -> bool:
         """May a CV of `spec` keep its fold models: on this machine, every model of it of KEPT_FAMILIES."""
