@@ -64,6 +64,7 @@ from agent.outputs.saved_model import read_model_record, save_final_model
 from agent.search.builtin import DRAFT_FAMILIES, BuiltinTreeProposer
 from agent.search.clock import BudgetClock
 from agent.search.final import FOLD_AVERAGE, KEPT_AND_REFIT, engineering_run
+from agent.search.fit_time import FitTimeModel, calibration_seconds
 from agent.search.journal import Journal, Node
 from agent.search.protocols import TreeProposer
 from agent.search.tree import TreeSearch
@@ -225,8 +226,10 @@ def solve_task(
             # loading the data, joining Ray and leaving it come out of the search's budget
             search_clock = clock.from_now(executor.close_seconds)
             evaluator = Evaluator.for_solve(settings, folds, executor=executor)
+            fit_times = machine_fit_times()
             search = TreeSearch(proposer, evaluator, profile, dataset, settings, clock=search_clock, journal=journal,
-                                on_node=record_node, on_best=anytime.offer, script_dir=out_dir / FREE_CODE_DIR)
+                                on_node=record_node, on_best=anytime.offer, script_dir=out_dir / FREE_CODE_DIR,
+                                fit_times=fit_times.model if fit_times is not None else None)
             try:
                 result = search.run()
                 run, final_fit = result.run, result.final_fit
@@ -277,8 +280,36 @@ def solve_task(
                                "submission": anytime.record(), "error": failure or None,
                                "model": read_model_record(out_dir) if model_path is not None else None,
                                "screening": screening.to_dict() if screening is not None else None,
+                               "fit_times": fit_times.to_dict() if fit_times is not None else None,
                                "experience": _experience_record(packs, portfolio, knowledge, change_gains)})
     return SolveResult(out_dir, run, submission_path, solution_path, write_report(out_dir), tuple(notes), journal)
+
+
+@dataclass(frozen=True)
+class MachineFitTimes:
+    """The bundled fit-time model scaled to this machine: the calibration fit's seconds here and on the model's own
+    machine (None there: unknown, the model unscaled), and their ratio, as run.json records them."""
+
+    model: FitTimeModel
+    calibration_seconds: float | None
+    reference_seconds: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        here, there = self.calibration_seconds, self.reference_seconds
+        return {"calibration_seconds": here, "reference_seconds": there,
+                "machine_factor": round(here / there, 3) if here and there else None}
+
+
+def machine_fit_times() -> MachineFitTimes | None:
+    """The bundled fit-time model, scaled by the calibration fit timed now when the model knows its machine's (about
+    0.2 s); None when this install ships no model."""
+    model = FitTimeModel.bundled()
+    if model is None:
+        return None
+    if model.machine_seconds is None:
+        return MachineFitTimes(model, None, None)
+    here = calibration_seconds()
+    return MachineFitTimes(model.for_machine(here), here, model.machine_seconds)
 
 
 def check_submission_writer(dataset: Dataset) -> None:

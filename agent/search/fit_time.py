@@ -8,6 +8,12 @@ table's size, 5-fold CV, early stopping as drafted) and ships it as data/fit_tim
 `output_power`, which those drafts could not show (a multiclass CatBoost draft seldom finished within its cap before
 its categorical columns were one-hot encoded).
 
+The model's seconds are its machine's. A machine that fits the same model in twice the time would see every draft
+run over its cap until the table factor learns it from the overruns (a session's new machine fitted AutoGluon's same
+models in 1.6-2.4 times the seconds). So the model keeps the seconds of a fixed calibration fit measured where it was
+fitted (`machine_seconds`), and a search scales it by that fit's seconds on its own machine (`FitTimeModel.for_machine`,
+`calibration_seconds`).
+
 A table's own cost differs from the pool's (its kinds of columns, its categories' levels): `table_factor` reads the
 drafts this search has run, and scales the model's estimate by what they took against what it expected. The search
 (agent.search.tree) uses the estimate to explore a table on a sample that its drafts fit in, and to resize a draft
@@ -27,6 +33,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -99,6 +106,8 @@ class FamilyTime:
 class FitTimeModel:
     families: Mapping[str, FamilyTime]
     measured: str = ""  # where and from what it was fitted, in words
+    # `calibration_seconds` on the machine its times are of; None: unknown, and the model is never scaled.
+    machine_seconds: float | None = None
 
     def knows(self, family: str) -> bool:
         return family in self.families
@@ -114,13 +123,31 @@ class FitTimeModel:
         """The most training rows on which such a node should fit in `seconds`."""
         return int(self.families[family].rows_within(seconds, columns, text, outputs) * 4 / max(folds - 1, 1) / bag)
 
+    def machine_factor(self, seconds_here: float) -> float:
+        """How many times the model's seconds this machine takes, from the calibration fit's `seconds_here`: 1 when
+        the model's own machine is unknown."""
+        if self.machine_seconds is None or self.machine_seconds <= 0 or seconds_here <= 0:
+            return 1.0
+        return seconds_here / self.machine_seconds
+
+    def for_machine(self, seconds_here: float) -> FitTimeModel:
+        """The model with every family's seconds scaled to a machine whose calibration fit took `seconds_here`
+        (itself when the factor is 1): its fixed costs and its costs per row alike, as a slower CPU slows both."""
+        factor = self.machine_factor(seconds_here)
+        if factor == 1.0:
+            return self
+        families = {name: replace(family, overhead=family.overhead * factor, per_1k_rows=family.per_1k_rows * factor)
+                    for name, family in self.families.items()}
+        return FitTimeModel(families, self.measured, seconds_here)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"measured": self.measured,
+        return {"measured": self.measured, "machine_seconds": self.machine_seconds,
                 "families": {name: vars(family) for name, family in sorted(self.families.items())}}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> FitTimeModel:
-        return cls({name: FamilyTime(**values) for name, values in data["families"].items()}, data.get("measured", ""))
+        return cls({name: FamilyTime(**values) for name, values in data["families"].items()}, data.get("measured", ""),
+                   data.get("machine_seconds"))
 
     @staticmethod
     @functools.cache
@@ -130,6 +157,29 @@ class FitTimeModel:
 
         path = data_path(FIT_TIMES_FILE)
         return FitTimeModel.from_dict(json.loads(path.read_text())) if path.is_file() else None
+
+
+CALIBRATION_REPEATS = 5  # fits timed, after one to warm up; the fastest counts (another process slows some)
+
+
+def calibration_seconds(repeats: int = CALIBRATION_REPEATS) -> float:
+    """The seconds of a fixed fit on this machine, as a candidate fits (one thread): a LightGBM regressor of 20 trees
+    on 2,000 synthetic rows of 10 columns (about 25 ms on two cores of 2026-12), the fastest of `repeats` after a
+    first fit to warm up. The data are drawn with a fixed seed, so only the machine varies."""
+    import lightgbm
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2_000, 10))
+    y = X[:, 0] + np.sin(X[:, 1]) + rng.normal(size=len(X))
+    model = lightgbm.LGBMRegressor(n_estimators=20, learning_rate=0.1, num_leaves=31, min_child_samples=10,
+                                   num_threads=1, verbose=-1)
+    times = []
+    for _ in range(repeats + 1):
+        started = time.perf_counter()
+        model.fit(X, y)
+        times.append(time.perf_counter() - started)
+    return min(times[1:])
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,10 @@ def test_run_folder_holds_every_output(attrition_run):
     assert all(node["members"] for node in nodes[5:])
     assert {"spec", "cv_score", "verdict", "seconds", "error"} <= set(trace[0])
     assert run["task"]["inferred"]["target"] and run["settings"]["search"]["seed"] == 3
+    # The fit-time model was scaled to this machine by the calibration fit it timed (agent.solve.machine_fit_times).
+    fit_times = run["fit_times"]
+    assert fit_times["machine_factor"] == pytest.approx(
+        fit_times["calibration_seconds"] / fit_times["reference_seconds"], rel=1e-3)
     assert all(node["spec"]["validation"]["n_splits"] == run["cv_folds"] for node in nodes)  # the folds it used
     report = (out / "report.html").read_text()
     assert "<svg" in report and report.count("<tr class=") == len(nodes) and "http" not in report.split("<svg")[0]

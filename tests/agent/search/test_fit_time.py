@@ -26,6 +26,7 @@ from agent.search.fit_time import (
     FamilyTime,
     FitTimeModel,
     TableShape,
+    calibration_seconds,
     carry_seconds,
     size_draft,
 )
@@ -100,6 +101,38 @@ def test_the_table_factor_is_what_the_drafts_run_here_took_against_the_model():
     journal.append(_draft(3, "lightgbm", OVER_TIME, 9.0, 4_000))
     assert times.table_factor(journal, SolutionCandidate("lightgbm", {"num_leaves": 63})) == pytest.approx(1.5)
     assert times.expected(SolutionCandidate("random_forest"), 4_000, journal) is None  # a family it does not know
+
+
+def test_on_a_machine_slower_than_the_models_every_estimate_grows_by_the_calibration_fits_ratio():
+    """The model keeps the calibration fit's seconds on its own machine; scaled to a machine where that fit took
+    twice as long, a draft is expected to take twice its seconds, twice fewer rows fit in a cap, and a draft the
+    model's own machine runs as proposed is resized to fit."""
+    model = FitTimeModel({"lightgbm": FamilyTime(1.0, 1.0, 0.0, 1.0, 100)}, "here", machine_seconds=0.02)
+    slower = model.for_machine(0.04)
+    assert model.machine_factor(0.04) == pytest.approx(2.0) and slower.machine_seconds == 0.04
+    assert slower.seconds("lightgbm", 8_000, 10, False) == pytest.approx(2 * model.seconds("lightgbm", 8_000, 10, False))
+    assert slower.rows_within("lightgbm", 18.0, 10, False) == pytest.approx(model.rows_within("lightgbm", 9.0, 10, False),
+                                                                            rel=0.01)
+    assert FitTimeModel.from_dict(json.loads(json.dumps(model.to_dict()))) == model  # as data/fit_times.json keeps it
+    lightgbm = SolutionCandidate("lightgbm", trainer_facts("lightgbm").params_for(8_000))
+    cap = 9.0 / FIT_SHARE  # the model's own machine: 9 s expected, within FIT_SHARE of the cap
+    assert DraftTimes(model, 10, False, 5).size(lightgbm, 8_000, cap, Journal()).candidate is lightgbm
+    resized = DraftTimes(slower, 10, False, 5).size(lightgbm, 8_000, cap, Journal()).candidate
+    assert resized.params["learning_rate"] == pytest.approx(2 * lightgbm.params["learning_rate"])
+    # A model whose machine is unknown is never scaled, whatever this machine's fit took.
+    unknown = replace(model, machine_seconds=None)
+    assert unknown.machine_factor(0.04) == 1.0 and unknown.for_machine(0.04) is unknown
+
+
+def test_the_calibration_fit_is_timed_on_this_machine_and_the_shipped_model_knows_its_own():
+    """bench/machine_factor.py infers the shipped model's calibration seconds from pool drafts re-run on a
+    calibrated machine; a search scales by this machine's over them."""
+    seconds = calibration_seconds(repeats=2)
+    assert 0 < seconds < 5.0  # a 20-tree LightGBM on 2,000 rows: milliseconds, not seconds, on any machine
+    model = FitTimeModel.bundled()
+    assert model.machine_seconds is not None, "python -m bench.machine_factor --write"
+    assert model.for_machine(seconds).seconds("lightgbm", 5_000, 20, False) == pytest.approx(
+        model.seconds("lightgbm", 5_000, 20, False) * seconds / model.machine_seconds)
 
 
 def test_other_families_times_carry_to_a_draft_by_its_familys_transfer():
