@@ -220,7 +220,7 @@ def main(tasks: str, pool: Path, root: Path, write: bool) -> None:
         families = {name: replace(family, output_power=powers[name][0]) if name in powers and name in SHIPPED
                     else family for name, family in model.families.items()}
         (REPO / "data" / FIT_TIMES_FILE).write_text(
-            json.dumps(FitTimeModel(families, model.measured).to_dict(), indent=1) + "\n", encoding="utf-8")
+            json.dumps(replace(model, families=families).to_dict(), indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

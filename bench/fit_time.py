@@ -13,7 +13,9 @@ much other families' times on a table tell of its own) bench/table_factor.py's; 
 
 RUNS_DIR is a folder of run folders, such as an experience build's work folder (`agent experience build POOL --out
 pack.json` keeps them in pack.json.runs/). With --write, data/fit_times.json and the section "## Fit-time model of
-the drafts (issue 25)" of bench/RESULTS.md are rewritten.
+the drafts (issue 25)" of bench/RESULTS.md are rewritten; the model then keeps the calibration fit's seconds timed
+as it writes (agent.search.fit_time.calibration_seconds, the median of three), so run it on the machine that made
+RUNS_DIR: a search on another machine scales the model by that fit's seconds there.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import json
 import math
 import os
 import platform
+import statistics
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
@@ -30,7 +33,7 @@ import click
 import numpy as np
 from scipy.optimize import least_squares
 
-from agent.search.fit_time import FIT_TIMES_FILE, FamilyTime, FitTimeModel
+from agent.search.fit_time import FIT_TIMES_FILE, FamilyTime, FitTimeModel, calibration_seconds
 from bench.results import write_section
 from bench.throughput_bench import REPO, code_stamp
 
@@ -148,7 +151,8 @@ of the drafts that ran over their cap the model puts over it.
     click.echo(section)
     if write:
         (REPO / "data" / FIT_TIMES_FILE).write_text(
-            json.dumps(FitTimeModel(families, measured).to_dict(), indent=1) + "\n", encoding="utf-8")
+            json.dumps(FitTimeModel(families, measured, round(statistics.median(
+                calibration_seconds() for _ in range(3)), 5)).to_dict(), indent=1) + "\n", encoding="utf-8")
         write_section(REPO / "bench" / "RESULTS.md", section)
 
 

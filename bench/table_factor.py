@@ -85,7 +85,7 @@ def main(write: bool) -> None:
         families = {name: replace(family, transfer=round(results[name]["transfer"], 2))
                     for name, family in model.families.items()}
         (REPO / "data" / FIT_TIMES_FILE).write_text(
-            json.dumps(FitTimeModel(families, model.measured).to_dict(), indent=1) + "\n", encoding="utf-8")
+            json.dumps(replace(model, families=families).to_dict(), indent=1) + "\n", encoding="utf-8")
         write_section(REPO / "bench" / "RESULTS.md", section)
 
 
