@@ -40,6 +40,7 @@ from agent.execution.executors import LocalExecutor
 from agent.search.fit_time import FIT_TIMES_FILE, FitTimeModel, TableShape, calibration_seconds
 from bench.agent_bench import RUNS
 from bench.change_times import measure_tables, table_bench_options
+from bench.class_times import cv_seconds
 from bench.final_choice import task_folder
 from bench.throughput_bench import REPO, code_stamp
 from retrieval.profile import profile_task
@@ -66,12 +67,9 @@ def measure(name: str, pool: Path, root: Path, model: FitTimeModel) -> list[dict
         candidate = SolutionCandidate(family, trainer_facts(family).params_for(rows), "", steps_for(family, trainers))
         _, evidence = evaluator.evaluate_candidate(candidate, dataset, time.monotonic() + CAP_SECONDS,
                                                    predict_test=True)
-        finished = evidence.status == "ok"
-        folds = len(evidence.fold_values)
-        seconds = evidence.elapsed if finished else max(evidence.elapsed, CAP_SECONDS) * 5 / max(folds, 1)
         return {"task": name, "rows": rows, "columns": shape.columns, "text": shape.text,
-                "task_type": profile.task_type, "family": family, "finished": finished, "folds_scored": folds,
-                "seconds": round(seconds, 2),
+                "task_type": profile.task_type, "family": family, "finished": evidence.status == "ok",
+                "folds_scored": len(evidence.fold_values), "seconds": round(cv_seconds(evidence, CAP_SECONDS), 2),
                 "expected": round(model.seconds(family, rows, shape.columns, shape.text), 2),
                 "code": code_stamp(None)}
 
