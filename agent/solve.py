@@ -287,15 +287,14 @@ def solve_task(
 
 @dataclass(frozen=True)
 class MachineFitTimes:
-    """The bundled fit-time model scaled to this machine: the calibration fit's seconds here and on the model's own
-    machine (None there: unknown, the model unscaled), and their ratio, as run.json records them."""
+    """The bundled fit-time model scaled to this machine (its `machine_seconds` are the calibration fit's here) and
+    that fit's seconds on the model's own machine (None: unknown, the model unscaled), as run.json records them."""
 
     model: FitTimeModel
-    calibration_seconds: float | None
     reference_seconds: float | None
 
     def to_dict(self) -> dict[str, Any]:
-        here, there = self.calibration_seconds, self.reference_seconds
+        here, there = self.model.machine_seconds, self.reference_seconds
         return {"calibration_seconds": here, "reference_seconds": there,
                 "machine_factor": round(here / there, 3) if here and there else None}
 
@@ -307,9 +306,8 @@ def machine_fit_times() -> MachineFitTimes | None:
     if model is None:
         return None
     if model.machine_seconds is None:
-        return MachineFitTimes(model, None, None)
-    here = calibration_seconds()
-    return MachineFitTimes(model.for_machine(here), here, model.machine_seconds)
+        return MachineFitTimes(model, None)
+    return MachineFitTimes(model.for_machine(calibration_seconds()), model.machine_seconds)
 
 
 def check_submission_writer(dataset: Dataset) -> None:
