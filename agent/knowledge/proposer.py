@@ -146,6 +146,9 @@ class KnowledgeTreeProposer(TreeProposer):
             self._reading = pool.submit(self._read_knowledge, profile)
             pool.shutdown(wait=False)  # the thread ends with its one job
 
+    def reading(self) -> Future[list[_Option]] | None:
+        return self._reading if self._reading is not None and not self._reading.done() else None
+
     def _card(self, profile: TaskProfile, ops: Sequence[str]) -> AppliedTrick | None:
         """The first retrieved trick whose recipe is one of `ops` (searches over nodes, which the tree runs)."""
         self.options(profile)

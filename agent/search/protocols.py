@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -154,6 +155,11 @@ class TreeProposer(Protocol):
         """Start reading what is slow to read (the knowledge base) on a worker thread, so that the read overlaps the
         first evaluation."""
 
+    def reading(self) -> Future[Any] | None:
+        """The read start_reading began, while it is still going (None once it is done, or when there is none): it
+        takes a core of its own, so the search runs one node at a time until it ends."""
+        return None
+
     def use_memory(self, advice: Any) -> None:
         """The case library's measured effects of tricks on similar tasks (agent.memory.proposer.TrickAdvice), for a
         proposer that ranks retrieved tricks."""
@@ -208,6 +214,9 @@ class WrappingProposer(TreeProposer):
 
     def start_reading(self, profile: TaskProfile) -> None:
         self.inner.start_reading(profile)
+
+    def reading(self) -> Future[Any] | None:
+        return self.inner.reading()
 
     def use_memory(self, advice: Any) -> None:
         self.inner.use_memory(advice)

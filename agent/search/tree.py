@@ -192,8 +192,11 @@ class TreeSearch:
                     self._start(pool, running)
                 if not running:
                     break
-                done, _ = wait(running, return_when=back)
-                for future in sorted(done, key=lambda future: running[future].draw):
+                # A read that ends while a node runs frees a core for the next draw (_draw's one at a time).
+                reading = self.proposer.reading() if back == FIRST_COMPLETED else None
+                done, _ = wait([*running, *([reading] if reading is not None else [])], return_when=back)
+                for future in sorted((future for future in done if future in running),
+                                     key=lambda future: running[future].draw):
                     self._append(future.result(), running.pop(future))
         return self.finish()
 
@@ -226,13 +229,16 @@ class TreeSearch:
         earlier ones as pending nodes; fewer (and `stop_reason` said) when the steps, the budget or the proposer's
         ideas run out. Until a node is verified, one at a time: the first verified node is the anytime submission,
         and a node sharing the cores with another takes longer, so on a short budget two at once could both run
-        over time. The proposer having nothing more while proposals are pending ends the draw, not the search:
+        over time. One at a time too while the proposer reads on a thread of its own (the knowledge base's
+        embedding model): with every core running a CV besides it, the first drafts' folds ran slower than their
+        caps, and the table factor read from those overruns skipped the drafts after them. The proposer having nothing more while proposals are pending ends the draw, not the search:
         those may yet give nodes to improve or repair."""
         batch: list[Drawn] = []
         view = self.journal
         for drawn in running:
             view = with_pending(view, drawn)
-        workers = self.evaluator.executor.workers if self.journal.any_verified else 1
+        workers = self.evaluator.executor.workers if self.journal.any_verified and self.proposer.reading() is None \
+            else 1
         while len(running) + len(batch) < workers:
             self.stop_reason = self.clock.used_up(self.journal, search_deadline)
             if self.stop_reason:

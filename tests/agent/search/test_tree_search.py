@@ -8,6 +8,7 @@ import math
 import random
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import pandas as pd
@@ -468,6 +469,46 @@ def test_a_slow_node_holds_no_worker_idle_unless_in_order(attrition, in_order):
     else:  # the other worker went on with the next proposals, appended as each came back, before the slow one
         assert len(beside) >= 3 and sum(node.id < slow.id for node in beside) >= 2, [
             (node.id, node.started, node.elapsed) for node in journal]
+
+
+class _SlowReader(BuiltinTreeProposer):
+    """The built-in drafts, with a read on a thread of its own started at the first draft, as the knowledge
+    proposer's: `seconds` of it, its span kept in monotonic seconds."""
+
+    def __init__(self, seconds: float):
+        super().__init__()
+        self.seconds, self.span, self._reading = seconds, [], None
+
+    def start_reading(self, profile):
+        if self._reading is None:
+            self._reading = ThreadPoolExecutor(max_workers=1).submit(self._read)
+
+    def _read(self):
+        self.span.append(time.monotonic())
+        time.sleep(self.seconds)
+        self.span.append(time.monotonic())
+
+    def reading(self):
+        return self._reading if self._reading is not None and not self._reading.done() else None
+
+    def draft(self, profile, journal, rng):
+        self.start_reading(profile)
+        return super().draft(profile, journal, rng)
+
+
+def test_while_the_proposer_reads_one_node_runs_at_a_time_and_both_workers_once_it_is_done(attrition):
+    _, profile, dataset = attrition
+    settings = SolveSettings(SearchSettings(num_drafts=4, steps=30, time_budget=300), cv=3)
+    proposer = _SlowReader(seconds=5.0)
+    search = tree_search(proposer, profile, dataset, settings, executor=LocalExecutor(2))
+    journal = search.run().journal
+    _, ended = (moment - search.started for moment in proposer.span)
+    spans = [(node.started, node.started + node.elapsed) for node in journal if not node.members]
+    during = sorted(span for span in spans if span[0] < ended)
+    assert len(during) >= 3, spans  # several nodes ran while it read, one after another
+    assert all(later[0] >= earlier[1] - 0.05 for earlier, later in zip(during, during[1:])), during
+    after = [span for span in spans if span[0] >= ended]
+    assert any(other[0] < one[1] and one[0] < other[0] for one in after for other in after), after  # two at once
 
 
 class _SlowFirstDraft(BuiltinTreeProposer):
