@@ -230,9 +230,10 @@ class TreeSearch:
         ideas run out. Until a node is verified, one at a time: the first verified node is the anytime submission,
         and a node sharing the cores with another takes longer, so on a short budget two at once could both run
         over time. One at a time too while the proposer reads on a thread of its own (the knowledge base's
-        embedding model): with every core running a CV besides it, the first drafts' folds ran slower than their
-        caps, and the table factor read from those overruns skipped the drafts after them. The proposer having nothing more while proposals are pending ends the draw, not the search:
-        those may yet give nodes to improve or repair."""
+        embedding model): with a CV on every core beside the read, the first GBDT draft's folds took 1.7-3 times
+        their seconds and ran over their caps, and the table factor read from such overruns skips the drafts after
+        them (bench/dev_ab.py). The proposer having nothing more while proposals are pending ends the draw, not the
+        search: those may yet give nodes to improve or repair."""
         batch: list[Drawn] = []
         view = self.journal
         for drawn in running:
