@@ -4,7 +4,7 @@ one at a time.
 
 A change read from an evaluation table's run folder must be judged where it was not read; this is that first step,
 before bench/throughput_bench.py or bench/experience_bench.py runs it on the evaluation tables. Per run: the held-back
-score, wall seconds, and from the run folder the nodes evaluated, skipped (drafts over time before they ran) and
+score, wall seconds, and from the run folder the nodes evaluated, skipped (over time before they ran) and
 verified on full CV, the best CV score, and each draft's fold seconds (trace.jsonl), so that two arms' same draft can
 be compared fold by fold.
 
