@@ -12,7 +12,8 @@ same CV folds), with a fresh home and `--no-memory` (no arm has the agent's own 
     both-half   `--use-kb` (experience-half: the pack alone) given, as its whole budget, half the search seconds
                 the `none` run of the same table, budget and seed took to its final CV score (its blend, made after
                 its search): whether knowledge and experience reach that score in half the time, their own final
-                blend included, which a node-by-node reading of one full run cannot see (no blend is made mid-search)
+                blend included, which a node-by-node reading of one full run cannot see (no blend is made mid-search);
+                not run where that half is under HALF_MIN_BUDGET, too short for a run to search at all
 
 Every agent arm has the same search, blending and tuning; only what it knows differs. Per run: the held-back score,
 wall seconds and peak memory (timed from outside), and from the run folder the nodes and, for every node verified on
@@ -67,6 +68,10 @@ AGENT_OPTIONS = {"none": ["--no-experience"], "experience": [], "kb": ["--use-kb
 REFERENCE = "none"
 # A half-time arm runs like its full arm, on half the search seconds the reference run took to its final CV score.
 HALF_ARMS = {"both-half": "both", "experience-half": "experience"}
+# The least whole budget a half-time run is given: below it `agent solve` stops before its search with one error line
+# (its set-up and exit leave under agent.solve.MIN_SEARCH_SECONDS; it asked for 10 s on 13k rows). A reference that
+# reached its final CV sooner than twice this cannot be halved, and the table is left out of the half-time count.
+HALF_MIN_BUDGET = 10.0
 ARMS = (*AGENT_OPTIONS, "autogluon", *HALF_ARMS)
 # The tables it may run: the evaluation set, and the candidates for it that bench/headroom.py screens.
 TASKS = {**EVALUATION_TASKS, **HEADROOM_CANDIDATES}
@@ -99,6 +104,11 @@ def half_budget(reference: dict | None) -> float | None:
     """Half the search seconds a reference run took to its final CV score (None without a scored reference)."""
     seconds = seconds_to_final(reference) if reference is not None else None
     return None if seconds is None else round(seconds / 2, 1)
+
+
+def halvable(run_budget: float) -> bool:
+    """Whether a half-time run of `run_budget` seconds can search at all (HALF_MIN_BUDGET)."""
+    return run_budget >= HALF_MIN_BUDGET
 
 
 def run_once(name: str, budget: float, arm: str, seed: int, root: Path, kb_home: Path | None, stamp: str,
@@ -185,13 +195,14 @@ def time_to_reference(cells: Cells, task: str, budget: float, arm: str,
 
 def half_reach(cells: Cells, task: str, budget: float, arm: str) -> list[tuple[float, float, bool]]:
     """Per seed of a half-time arm: (the reference run's search seconds to its final CV, this run's whole budget,
-    whether this run's final CV scored at least the reference's), seeds without both runs left out."""
+    whether this run's final CV scored at least the reference's), seeds without both runs left out, and those whose
+    half was too short to search (`halvable`; such a run, recorded before the bench skipped them, has no score)."""
     reference = {run["seed"]: run for run in cells.get((task, budget, REFERENCE), [])}
     found = []
     for run in cells.get((task, budget, arm), []):
         base = reference.get(run["seed"])
         target, mine = (final_cv(base) if base is not None else None), final_cv(run)
-        if target is not None:
+        if target is not None and halvable(run["run_budget"]):
             found.append((seconds_to_final(base), run["run_budget"], mine is not None and mine >= target - 1e-12))
     return found
 
@@ -245,6 +256,10 @@ def markdown(runs: dict[str, dict], title: str = SECTION) -> str:
         if arm in HALF_ARMS:
             reach = "; ".join(f"{'reached' if hit else 'not'} in {own:.0f} ({base:.0f})"
                               for base, own, hit in half_reach(cells, task, budget, arm)) or "–"
+            short = [run["run_budget"] for run in cell if not halvable(run["run_budget"])]
+            if short:
+                reach = (f"{'' if reach == '–' else reach + '; '}{len(short)} not run: none's final CV came within "
+                         f"{2 * max(short):.0f} s, under twice the {HALF_MIN_BUDGET:g} s a run needs")
         elif arm in AGENT_OPTIONS and arm != REFERENCE:
             reach = "; ".join("never" if item is None else f"{item[1]:.0f} ({item[0]:.0f}), {item[2]}"
                               for item in time_to_reference(cells, task, budget, arm)) or "–"
@@ -345,6 +360,10 @@ def main(kb_home: Path | None, tasks: str | None, budgets: str, arms: str, seeds
                         if run_budget is None:
                             click.echo(f"{key}: no scored {REFERENCE} run of this table, budget and seed to halve; "
                                        f"run the {REFERENCE} arm first (--arms {REFERENCE},{arm})", err=True)
+                            continue
+                        if not halvable(run_budget):
+                            click.echo(f"{key}: {REFERENCE} reached its final CV in {2 * run_budget:.1f} s, under "
+                                       f"twice the {HALF_MIN_BUDGET:g} s a run needs: not halved", err=True)
                             continue
                     record = run_once(name, budget, arm, seed, root, kb_home, stamp, run_budget)
                     runs = load_runs(runs_file)
