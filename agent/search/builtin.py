@@ -28,7 +28,7 @@ from agent.engine.trainers import (
     trainer_registry,
 )
 from agent.search.fit_time import learns_slower
-from agent.search.journal import DRAFT, OVER_TIME, Journal, Node, candidate_key
+from agent.search.journal import DRAFT, OVER_TIME, STOPPED_EARLY, Journal, Node, candidate_key
 from agent.search.protocols import Proposal, TreeProposer
 from agent.search.repair import ENCODERS, diagnose
 from agent.search.tuning import DEFAULT_TRIALS, Tuner
@@ -265,11 +265,13 @@ class BuiltinTreeProposer(TreeProposer):
                                          f"study around node {trial.centre}: {values}{why}", rate_may_rise=False)
 
     def observe(self, node: Node) -> None:
-        """A verified node: the Optuna study that asked for it learns its score (the exploration sample's, when the
-        node was explored on one, so that a study's trials compare on the same rows)."""
+        """A node: the Optuna study that asked for it learns its verified score (the exploration sample's, when the
+        node was explored on one, so that a study's trials compare on the same rows), or its first folds' score
+        when multi-fidelity CV stopped it there."""
         if self.tuner is not None:
             score = node.exploration.score if node.exploration is not None else node.score
-            self.tuner.observe(node.id, node.candidate, score, node.verified)
+            stopped_after = node.folds_scored if node.status == STOPPED_EARLY else 0
+            self.tuner.observe(node.id, node.candidate, score, node.verified, stopped_after)
 
     # ---- debug
 

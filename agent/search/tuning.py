@@ -4,7 +4,11 @@ A study is centred on one verified node. Its steps, target transform and trainer
 sampler proposes the trainer's hyperparameters, and every trial is a node of the tree: evaluated in
 its own process, verified and journalled like any other node, so a trial that leaks or crashes is
 caught the same way. The proposer asks a study for a trial when it improves one of the study's nodes
-(its centre or an earlier trial), and `observe` tells the study each trial's verified score.
+(its centre or an earlier trial), and `observe` tells the study each trial's verified score. A trial that
+multi-fidelity CV stopped after its first folds is told pruned, its partial score its value at that step, as
+Optuna's own pruners leave one: TPE ranks it below the completed trials and counts it towards its random start-up
+trials. Told failed, it would be ignored, and a study whose trials mostly trail the best (442 of 675 trials on ten
+120 s runs) would stay a random search.
 
 Ranges follow common GBDT search spaces (learning rate log-uniform, leaves and minimum leaf sizes
 log-uniform, row and column sampling in [0.5, 1] and [0.4, 1], L2 log-uniform); the cap on the trees
@@ -87,8 +91,10 @@ class Tuner:
         study.pending[_key(proposed)] = trial
         return Trial(proposed, study.centre, study.trials, params)
 
-    def observe(self, node_id: int, candidate: SolutionCandidate, score: float, valid: bool) -> None:
-        """Tell the study that asked for this candidate its verified score (maximised); others are ignored."""
+    def observe(self, node_id: int, candidate: SolutionCandidate, score: float, valid: bool,
+                stopped_after: int = 0) -> None:
+        """Tell the study that asked for this candidate its verified score (maximised); others are ignored. A
+        trial stopped after its first `stopped_after` folds is told pruned at that step, `score` their mean."""
         key = _key(candidate)
         for study in self._studies:
             trial = study.pending.pop(key, None)
@@ -98,20 +104,25 @@ class Tuner:
 
             if valid and math.isfinite(score):
                 study.study.tell(trial, score)
+            elif stopped_after > 0 and math.isfinite(score):
+                trial.report(score, stopped_after)
+                study.study.tell(trial, state=TrialState.PRUNED)
             else:
                 study.study.tell(trial, state=TrialState.FAIL)
             self._study_of[node_id] = study
             return
 
     def studies(self) -> list[dict[str, Any]]:
-        """Each study: its centre node, trials asked, trials told a score, and the best score told."""
+        """Each study: its centre node, trials asked, trials told a score, trials told pruned, and the best score
+        told."""
         from optuna.trial import TrialState
 
         summaries = []
         for study in self._studies:
             complete = [trial for trial in study.study.trials if trial.state == TrialState.COMPLETE]
+            pruned = sum(trial.state == TrialState.PRUNED for trial in study.study.trials)
             summaries.append({"centre": study.centre, "trials": study.trials, "complete": len(complete),
-                              "best": max((trial.value for trial in complete), default=None)})
+                              "pruned": pruned, "best": max((trial.value for trial in complete), default=None)})
         return summaries
 
     def _new_study(self, node_id: int, candidate: SolutionCandidate, max_trials: int) -> _Study:

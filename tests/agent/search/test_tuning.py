@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
+import statistics
 
 import pytest
 
@@ -12,7 +14,7 @@ from agent.candidate import SolutionCandidate
 from agent.engine.trainers import steps_for, trainer_facts
 from agent.knowledge.proposer import TUNE_OP, KnowledgeTreeProposer
 from agent.search.builtin import BuiltinTreeProposer
-from agent.search.journal import DRAFT, IMPROVE, VALID, Journal, Node, candidate_key
+from agent.search.journal import DRAFT, IMPROVE, STOPPED_EARLY, VALID, Journal, Node, candidate_key
 from agent.search.protocols import Proposal
 from agent.search.tuning import DEFAULT_TRIALS, Tuner
 from agent.settings import SearchSettings, SolveSettings
@@ -89,7 +91,35 @@ def test_a_study_ends_at_its_trial_count_and_only_tunes_models_with_a_search_spa
     tuner.observe(7, second.candidate, 0.8, valid=True)
     tuner.observe(8, SolutionCandidate("xgboost", {"n_estimators": 5}), 0.9, valid=True)  # asked by no study
     tuner.observe(9, first.candidate, float("-inf"), valid=False)
-    assert tuner.studies() == [{"centre": 1, "trials": 2, "complete": 1, "best": 0.8}]
+    assert tuner.studies() == [{"centre": 1, "trials": 2, "complete": 1, "pruned": 0, "best": 0.8}]
+
+
+def _distance_to_rate(rate: float, wanted: float = 0.02) -> float:
+    return abs(math.log(rate / wanted))
+
+
+def _later_distances(stopped_after: int) -> float:
+    """The mean distance of a study's trials 16-30 from a learning rate its trials score best near, every trial
+    told a score on its first `stopped_after` folds (0: told failed)."""
+    tuner, centre, distances = Tuner(seed=5), SolutionCandidate("lightgbm", {"n_estimators": 100}), []
+    for number in range(30):
+        trial = tuner.propose(0, centre)
+        distances.append(_distance_to_rate(trial.params["learning_rate"]))
+        tuner.observe(number + 1, trial.candidate, -distances[-1], valid=False, stopped_after=stopped_after)
+    return statistics.mean(distances[15:])
+
+
+def test_trials_stopped_after_their_first_folds_steer_the_study():
+    """Multi-fidelity CV stops most trials after a fold or two. Told pruned with those folds' score, they end TPE's
+    random start-up and it samples where they scored best; told failed, it ignores them and stays random."""
+    stopped = Tuner(seed=5)
+    trial = stopped.propose(0, SolutionCandidate("lightgbm", {"n_estimators": 100}))
+    stopped.observe(1, trial.candidate, 0.6, valid=False, stopped_after=2)
+    assert stopped.studies() == [{"centre": 0, "trials": 1, "complete": 0, "pruned": 1, "best": None}]
+    [told] = stopped._studies[0].study.trials
+    assert told.intermediate_values == {2: 0.6}
+    guided, random_search = _later_distances(stopped_after=1), _later_distances(stopped_after=0)
+    assert guided < 0.6 * random_search, (guided, random_search)
 
 
 def test_without_knowledge_a_node_is_tuned_once_its_builtin_changes_are_used_up(attrition):
@@ -117,5 +147,17 @@ def test_without_knowledge_a_node_is_tuned_once_its_builtin_changes_are_used_up(
         assert all(low <= trial.candidate.params[name] <= high for name, (_kind, low, high) in space.items())
         proposer.observe(trial)
         tuner = proposer.tuner if isinstance(proposer, BuiltinTreeProposer) else proposer.builtin.tuner
-        assert tuner.studies() == [{"centre": 0, "trials": 1, "complete": 1, "best": 0.7}]
+        assert tuner.studies() == [{"centre": 0, "trials": 1, "complete": 1, "pruned": 0, "best": 0.7}]
         assert tuner._studies[0].max_trials == DEFAULT_TRIALS
+
+
+def test_the_builtin_proposer_tells_its_study_of_a_trial_stopped_after_its_first_folds(attrition):
+    profile, _ = attrition
+    proposer = BuiltinTreeProposer()
+    centre = SolutionCandidate("lightgbm", {"n_estimators": 60}, "", steps_for("lightgbm", proposer.trainers))
+    journal = Journal([Node(0, None, DRAFT, "draft", centre, None, "", VALID, 0.8, 0.8)])
+    trial = proposer.tune(journal[0], profile, journal, random.Random(0))
+    proposer.observe(Node(1, 0, IMPROVE, trial.plan, trial.candidate, None, "", STOPPED_EARLY, 0.7, 0.7,
+                          folds_scored=2, folds=5))
+    assert proposer.tuner.studies() == [{"centre": 0, "trials": 1, "complete": 0, "pruned": 1, "best": None}]
+    assert proposer.tuner._studies[0].study.trials[0].intermediate_values == {2: 0.7}
