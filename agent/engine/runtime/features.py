@@ -11,7 +11,11 @@ from .columns import add_columns, categorical_columns, is_free_text, numeric_nam
 
 
 class DatetimeParts(TransformerMixin, BaseEstimator):
-    """Replace each listed date column by its parts, and optionally the days since the earliest training date."""
+    """Replace each listed date column by its parts, and optionally the days since the earliest training date.
+
+    A column of times of day without a date (11:38:36, 9:05) becomes one feature, its hour with the minutes and
+    seconds as a fraction: read as dates, pandas would give them today's date, so their year, month and day would be
+    the day the model runs, not anything in the data."""
 
     def __init__(self, columns=(), parts=("year", "month", "day", "dayofweek", "hour"), add_elapsed=False):
         self.columns = columns
@@ -19,12 +23,16 @@ class DatetimeParts(TransformerMixin, BaseEstimator):
         self.add_elapsed = add_elapsed
 
     def fit(self, X, y=None):
-        self.reference_ = {name: _as_datetime(X[name]).min() for name in self.columns}
+        self.times_of_day_ = [name for name in self.columns if _is_time_of_day(X[name])]
+        self.reference_ = {name: _as_datetime(X[name]).min() for name in self.columns if name not in self.times_of_day_}
         return self
 
     def transform(self, X):
         features = {}
         for name in self.columns:
+            if name in self.times_of_day_:
+                features[f"{name}_hour"] = _hours_of_day(X[name])
+                continue
             when = _as_datetime(X[name])
             for part in self.parts:
                 values = _date_part(when, part)
@@ -36,6 +44,19 @@ class DatetimeParts(TransformerMixin, BaseEstimator):
 
 def _as_datetime(values):
     return pd.to_datetime(values, errors="coerce", format="mixed")
+
+
+def _hours_of_day(values):
+    """Hours since midnight of times written H:MM or H:MM:SS (missing where a value is neither)."""
+    written = values.astype("string").str.strip().str.replace(r"^(\d{1,2}:\d{2})$", r"\1:00", regex=True)
+    return pd.to_timedelta(written, errors="coerce").dt.total_seconds() / 3600
+
+
+def _is_time_of_day(values):
+    """Text whose present values nearly all read as times of day (the profile's rule for a date column: 95%)."""
+    present = values.dropna()
+    return (not pd.api.types.is_datetime64_any_dtype(values) and len(present) > 0
+            and _hours_of_day(present).notna().mean() >= 0.95)
 
 
 # Part names (the recipes' "dayofweek", ...) read through pandas' current accessors, not the deprecated aliases.
