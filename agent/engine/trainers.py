@@ -233,7 +233,8 @@ def lookup_trainer(name: str, trainers: Mapping[str, Trainer]) -> Trainer:
 # (why, parameter changes). A change that raises a GBDT's rounds brings early stopping (AutoGluon's patience for a
 # small table) for a model that has none; one that has it keeps its own patience (agent.search.builtin).
 Variation = tuple[str, Mapping[str, Any]]
-# parameter -> (kind, low, high); kind is "float", "log" (float, log-uniform), "int" or "int_log".
+# parameter -> (kind, low, high); kind is "float", "log" (float, log-uniform), "int", "int_log" or "share" (a share of
+# the columns, sampled on a grid that holds its upper bound: agent.search.tuning).
 SearchSpace = Mapping[str, tuple[str, float, float]]
 
 _TREE_ENSEMBLE: tuple[Variation, ...] = (
@@ -241,7 +242,7 @@ _TREE_ENSEMBLE: tuple[Variation, ...] = (
     ("a third of the features per split", {"max_features": 0.33}),
     ("larger leaves against overfitting", {"min_samples_leaf": 3}),
 )
-_FOREST_SPACE: SearchSpace = {"max_features": ("float", 0.2, 1.0), "min_samples_leaf": ("int_log", 1, 20)}
+_FOREST_SPACE: SearchSpace = {"max_features": ("share", 0.2, 1.0), "min_samples_leaf": ("int_log", 1, 20)}
 
 
 # Table sizes by training rows, for the parameter sets below. 10,000 rows is where AutoGluon starts shortening
@@ -346,7 +347,7 @@ TRAINER_FACTS: dict[str, TrainerFacts] = {
                     ("larger trees", {"max_leaf_nodes": 63, "min_samples_leaf": 10})),
         search_space={"learning_rate": ("log", 0.02, 0.3), "max_leaf_nodes": ("int_log", 15, 127),
                       "min_samples_leaf": ("int_log", 5, 100), "l2_regularization": ("log", 1e-3, 10.0),
-                      "max_features": ("float", 0.4, 1.0)},
+                      "max_features": ("share", 0.4, 1.0)},
         sizes=_sized({"learning_rate": 0.05, "max_iter": 2000}, {"learning_rate": 0.1, "max_iter": 1000},
                      {"learning_rate": 0.1, "max_iter": 1000, "max_leaf_nodes": 63, "min_samples_leaf": 50})),
     "xgboost": TrainerFacts(
@@ -358,7 +359,7 @@ TRAINER_FACTS: dict[str, TrainerFacts] = {
                     ("deeper trees with heavier leaves", {"max_depth": 8, "min_child_weight": 3})),
         search_space={"learning_rate": ("log", 0.01, 0.3), "max_depth": ("int", 3, 10),
                       "min_child_weight": ("log", 0.5, 20.0), "subsample": ("float", 0.5, 1.0),
-                      "colsample_bytree": ("float", 0.4, 1.0), "reg_lambda": ("log", 1e-3, 10.0)},
+                      "colsample_bytree": ("share", 0.4, 1.0), "reg_lambda": ("log", 1e-3, 10.0)},
         sizes=_sized({"n_estimators": 2000, "learning_rate": 0.05}, {"n_estimators": 2000, "learning_rate": 0.05},
                      {"n_estimators": 1000, "learning_rate": 0.1, "max_depth": 8, "min_child_weight": 5})),
     "lightgbm": TrainerFacts(
@@ -372,7 +373,7 @@ TRAINER_FACTS: dict[str, TrainerFacts] = {
                     ("extremely randomised splits", {"extra_trees": True})),
         search_space={"learning_rate": ("log", 0.01, 0.3), "num_leaves": ("int_log", 15, 255),
                       "min_child_samples": ("int_log", 5, 100), "subsample": ("float", 0.5, 1.0),
-                      "colsample_bytree": ("float", 0.4, 1.0), "reg_lambda": ("log", 1e-3, 10.0),
+                      "colsample_bytree": ("share", 0.4, 1.0), "reg_lambda": ("log", 1e-3, 10.0),
                       "cat_smooth": ("log", 1.0, 50.0)},
         sizes=_sized({"n_estimators": 2000, "learning_rate": 0.05, "num_leaves": 31, "min_child_samples": 10},
                      {"n_estimators": 2000, "learning_rate": 0.05, "num_leaves": 63, "min_child_samples": 20},

