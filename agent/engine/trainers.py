@@ -46,7 +46,17 @@ NATIVE_CATEGORICAL_STEPS = steps_named(*_COMMON, "native_categorical")
 # it as frequency codes. Measured with 3-fold CV of its draft (bench tables, so tuning-set numbers): flights 50k
 # AUC 0.727 -> 0.744 (tail numbers, 3,570 levels), churn log loss 0.162 -> 0.158 (states), hotel RMSE 15.73 ->
 # 15.68, ames unchanged. CatBoost keeps every column native: its ordered target statistics suit many levels.
-LIGHTGBM_STEPS = (*steps_named(*_COMMON), Step("native_categorical", {"codes_above": 32}))
+# On 18 experience-pool tables native splits of 33-260 levels won and lost as much (-48% to +73% of the codes'
+# score, bench/RESULTS.md), so there they are a change the search tries (agent.search.builtin), not the default.
+MANY_LEVELS = 32
+LIGHTGBM_STEPS = (*steps_named(*_COMMON), Step("native_categorical", {"codes_above": MANY_LEVELS}))
+# What a GBDT is told to split on the categories the native_categorical step hands it: LightGBM and
+# HistGradientBoosting read them from the pandas dtype, XGBoost takes them as numbers without enable_categorical.
+NATIVE_SPLIT_PARAMS: Mapping[str, Mapping[str, Any]] = {
+    "xgboost": {"enable_categorical": True, "max_cat_to_onehot": 4},
+    "lightgbm": {},
+    "hist_gradient_boosting": {},
+}
 # For a user's factory we know nothing about: numeric, imputed, scaled features suit any estimator.
 GENERIC_STEPS = LINEAR_STEPS
 
