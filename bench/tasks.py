@@ -454,10 +454,10 @@ def write_task_folder(
     of `groups` (copies of one source row, say) stay on one side of the split, so the test set holds no copy of
     a training row."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     frame = df.reset_index(drop=True)
-    if ID_COLUMN in frame.columns:
+    if ID_COLUMN in frame.columns:  # before the folder is made: an empty one would pass for a built task
         raise ValueError(f"the frame already has a column {ID_COLUMN!r}; rename it before building a task")
+    out_dir.mkdir(parents=True, exist_ok=True)
     frame.insert(0, ID_COLUMN, np.arange(1, len(frame) + 1))
     rng = np.random.default_rng(seed)
     if groups is None:

