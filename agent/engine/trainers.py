@@ -51,7 +51,7 @@ NATIVE_CATEGORICAL_STEPS = steps_named(*_COMMON, "native_categorical")
 MANY_LEVELS = 32
 LIGHTGBM_STEPS = (*steps_named(*_COMMON), Step("native_categorical", {"codes_above": MANY_LEVELS}))
 # What a GBDT is told to split on the categories the native_categorical step hands it: LightGBM and
-# HistGradientBoosting read them from the pandas dtype, XGBoost takes them as numbers without enable_categorical.
+# HistGradientBoosting read them from the pandas dtype, XGBoost refuses that dtype without enable_categorical.
 NATIVE_SPLIT_PARAMS: Mapping[str, Mapping[str, Any]] = {
     "xgboost": {"enable_categorical": True, "max_cat_to_onehot": 4},
     "lightgbm": {},
