@@ -27,7 +27,7 @@ import click
 from agent.candidate import SolutionCandidate
 from agent.engine.dataset import Dataset
 from agent.engine.spec import Step, replace_step
-from agent.engine.trainers import builtin_trainers, steps_for, trainer_facts
+from agent.engine.trainers import NATIVE_SPLIT_PARAMS, builtin_trainers, steps_for, trainer_facts
 from agent.evaluator import Evaluator
 from bench.agent_bench import RUNS
 from bench.change_times import measure_tables, table_bench_options
@@ -40,11 +40,11 @@ SECTION = "## GBDT drafts on many-level categorical columns: codes or native spl
 CAP_SECONDS = 30.0
 RUNS_FILE = RUNS / "many_levels.json"
 TODAY, NATIVE = "today", "native"
-# The native setting of each trainer: its categorical step and the model parameters the native_categorical recipe sets.
+# The native setting of each trainer: its categorical step and the model parameters it splits on categories with.
 NATIVE_SETTINGS = {
-    "lightgbm": (Step("native_categorical", {"codes_above": None}), {}),
-    "xgboost": (Step("native_categorical"), {"enable_categorical": True, "max_cat_to_onehot": 4}),
-    "hist_gradient_boosting": (Step("native_categorical"), {}),
+    "lightgbm": (Step("native_categorical", {"codes_above": None}), NATIVE_SPLIT_PARAMS["lightgbm"]),
+    "xgboost": (Step("native_categorical"), NATIVE_SPLIT_PARAMS["xgboost"]),
+    "hist_gradient_boosting": (Step("native_categorical"), NATIVE_SPLIT_PARAMS["hist_gradient_boosting"]),
 }
 TASKS = ("life_expectancy,penn_gdp,contagious_diseases,texas_housing,covid_testing,baseball_home_runs,"
          "party_thermometer,ten_mile_race,mlb_wins,plane_seats,radon,pitch_type,financial_independence,drag_race,"
