@@ -14,6 +14,7 @@ from typing import Any
 from agent.candidate import SolutionCandidate
 from agent.engine.spec import SpecError, Step
 from agent.engine.trainers import (
+    NATIVE_SPLIT_PARAMS,
     TRAINER_FACTS,
     default_steps,
     lookup_trainer,
@@ -214,7 +215,7 @@ def _native_categorical(candidate: SolutionCandidate, params: Mapping[str, Any],
     _require(candidate, "native_categorical", ("hist_gradient_boosting", "xgboost", "lightgbm", "catboost"))
     changed = place(candidate, Step("native_categorical", dict(params)))
     model = {
-        "xgboost": {"enable_categorical": True, "max_cat_to_onehot": int(params.get("max_cat_to_onehot", 4))},
+        "xgboost": {**NATIVE_SPLIT_PARAMS["xgboost"], "max_cat_to_onehot": int(params.get("max_cat_to_onehot", 4))},
         "lightgbm": {"max_cat_to_onehot": int(params.get("max_cat_to_onehot", 4)),
                      "cat_smooth": float(params.get("cat_smooth", 10)),
                      "min_data_per_group": int(params.get("min_data_per_group", 50))},
